@@ -1,0 +1,80 @@
+"""The rule registry: every rule, in pipeline order.
+
+Order matters: old torch_xla spellings are modernised first, then devices are chosen, CUDA runtime
+calls mapped, loaders wrapped, and last the step boundary is placed (it needs to know whether the
+loop iterates an MpDeviceLoader).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ._base import Finding, ImportSpec, Invalid, Safety, TpuCodemod, Valid
+from .tpu101_device_placement import DevicePlacement
+from .tpu102_step_boundary import StepBoundary
+from .tpu103_parallel_loader import ParallelLoader
+from .tpu104_cuda_runtime import CudaRuntimeCalls
+from .tpu105_modernize_torch_xla import ModernizeTorchXla
+
+PIPELINE: tuple[type[TpuCodemod], ...] = (
+    ModernizeTorchXla,
+    DevicePlacement,
+    CudaRuntimeCalls,
+    ParallelLoader,
+    StepBoundary,
+)
+
+__all__ = [
+    "PIPELINE",
+    "Finding",
+    "ImportSpec",
+    "Invalid",
+    "Safety",
+    "TpuCodemod",
+    "Valid",
+    "all_codes",
+    "code_selected",
+    "rule_by_code",
+    "select_rules",
+]
+
+
+def all_codes() -> dict[str, type[TpuCodemod]]:
+    """Every code (rule codes and the finding codes rules report) -> the rule that owns it."""
+    codes: dict[str, type[TpuCodemod]] = {}
+    for rule in PIPELINE:
+        codes[rule.CODE] = rule
+        for finding_code in rule.FINDINGS:
+            codes[finding_code] = rule
+    return codes
+
+
+def rule_by_code(code: str) -> type[TpuCodemod]:
+    try:
+        return all_codes()[code.upper()]
+    except KeyError:
+        raise KeyError(f"unknown rule code {code!r}; `tpu-migrate rules` lists them") from None
+
+
+def code_selected(code: str, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> bool:
+    """ruff-style selection: prefixes allowed; the longest matching prefix wins, ignore on ties."""
+    select_match = max((len(p) for p in select if code.startswith(p.upper())), default=-1 if select else 0)
+    ignore_match = max((len(p) for p in ignore if code.startswith(p.upper())), default=-1)
+    return select_match >= 0 and select_match > ignore_match
+
+
+def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list[type[TpuCodemod]]:
+    """Rules to run, in pipeline order, chosen by their own code.
+
+    Finding codes (TPU2xx) are filtered separately: ignoring one silences it, and selecting one
+    alone runs the rule that reports it.
+    """
+    for prefix in [*select, *ignore]:
+        if not any(code.startswith(prefix.upper()) for code in all_codes()):
+            raise KeyError(f"unknown rule code or prefix {prefix!r}; `tpu-migrate rules` lists them")
+    return [
+        rule
+        for rule in PIPELINE
+        if code_selected(rule.CODE, select, ignore)
+        or any(code in [s.upper() for s in select] for code in rule.FINDINGS)
+    ]

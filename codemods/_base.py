@@ -1,0 +1,296 @@
+"""What every tpu-migrate rule shares: identity, documentation, cases, findings, markers, imports.
+
+A rule is a libcst ``VisitorBasedCodemodCommand``, so ``python -m libcst.tool codemod
+codemods.tpu101_device_placement.DevicePlacement FILE`` runs it on its own (imports are then fixed
+by libcst after the rule). Inside the tpu-migrate engine the rules of a pipeline share one
+``CodemodContext``; the engine runs each rule without libcst's import step and fixes imports once
+at the end.
+"""
+
+from __future__ import annotations
+
+import enum
+import textwrap
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import ClassVar, Iterable, Sequence
+
+import libcst as cst
+from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+from libcst.metadata import (
+    ParentNodeProvider,
+    PositionProvider,
+    QualifiedNameProvider,
+    ScopeProvider,
+)
+
+MARKER_PREFIX = "# TODO(tpu-migrate):"
+FINDINGS_KEY = "tpu_migrate.findings"
+REWRITES_KEY = "tpu_migrate.rewrites"
+DISABLED_FINDINGS_KEY = "tpu_migrate.disabled_findings"
+
+
+class Safety(str, enum.Enum):
+    """How much a reviewer must look at a rule's edits (ruff's fix applicability, one step finer)."""
+
+    SAFE = "safe"  # same behaviour on TPU, only the spelling changes
+    SEMANTIC = "semantic"  # changes how the program runs; prove it with `tpu-migrate verify`
+    MANUAL = "manual"  # no rewrite: a finding and an inline TODO for a human
+
+
+@dataclass(frozen=True)
+class ImportSpec:
+    """An import a rewrite needs, in the spelling a person would write."""
+
+    module: str
+    obj: str | None = None
+    asname: str | None = None
+
+
+# The aliases every torch_xla example uses; rules refer to them by these names.
+TORCH_XLA = ImportSpec("torch_xla")
+XM = ImportSpec("torch_xla.core.xla_model", asname="xm")
+PL = ImportSpec("torch_xla.distributed.parallel_loader", asname="pl")
+XR = ImportSpec("torch_xla.runtime", asname="xr")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something a human has to decide; rendered as an inline marker and in reports."""
+
+    code: str
+    line: int
+    column: int  # 1-based, like the editors and ruff
+    message: str
+
+    def to_dict(self) -> dict:
+        return {"code": self.code, "line": self.line, "column": self.column, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Valid:
+    """A case the rule must leave byte-identical and report nothing on."""
+
+    source: str
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """A before/after pair; ``findings`` lists the codes the rule must report on ``before``."""
+
+    before: str
+    after: str
+    findings: Sequence[str] = field(default_factory=tuple)
+    why: str = ""
+
+
+class TpuCodemod(VisitorBasedCodemodCommand):
+    """Base class of every rule. Subclasses set the class attributes below and write visitors."""
+
+    CODE: ClassVar[str]
+    NAME: ClassVar[str]
+    SUMMARY: ClassVar[str]
+    SAFETY: ClassVar[Safety]
+    # Finding codes (TPU2xx) this rule can report, with a one-line summary each.
+    FINDINGS: ClassVar[dict[str, str]] = {}
+    # The rule is skipped on a file whose text contains none of these substrings.
+    TRIGGERS: ClassVar[tuple[str, ...]] = ("torch",)
+    VALID: ClassVar[Sequence[Valid]] = ()
+    INVALID: ClassVar[Sequence[Invalid]] = ()
+
+    METADATA_DEPENDENCIES = (
+        PositionProvider,
+        ParentNodeProvider,
+        ScopeProvider,
+        QualifiedNameProvider,
+    )
+
+    def __init__(self, context: CodemodContext) -> None:
+        super().__init__(context)
+        self.DESCRIPTION = self.SUMMARY  # what `python -m libcst.tool list` shows
+        self._markers: dict[int, list[str]] = {}
+
+    def transform_module(self, tree: cst.Module) -> cst.Module:
+        # The stand-alone path (libcst's CLI, the rule's own cases): libcst fixes imports.
+        return tidy_torch_xla_imports(super().transform_module(tree))
+
+    # ----------------------------------------------------------------- documentation
+    @classmethod
+    def documentation(cls) -> str:
+        return textwrap.dedent(cls.__doc__ or "").strip()
+
+    @classmethod
+    def is_triggered_by(cls, text: str) -> bool:
+        return any(trigger in text for trigger in cls.TRIGGERS)
+
+    # ----------------------------------------------------------------- names
+    def qualified_names(self, node: cst.CSTNode) -> set[str]:
+        try:
+            return {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
+        except KeyError:  # a node built by an earlier visitor in this pass has no metadata
+            return set()
+
+    def is_name(self, node: cst.CSTNode, *names: str) -> bool:
+        """True when ``node`` refers to one of the fully qualified ``names`` (imports resolved)."""
+        return not self.qualified_names(node).isdisjoint(names)
+
+    def imports_module(self, root: str) -> bool:
+        """True when the module imports ``root`` or one of its submodules under any spelling."""
+        scope = self._module_scope()
+        if scope is None:
+            return False
+        for assignment in scope.assignments:
+            node = getattr(assignment, "node", None)
+            if isinstance(node, (cst.Import, cst.ImportFrom)):
+                for qname in assignment.get_qualified_names_for(assignment.name):
+                    if qname.name == root or qname.name.startswith(root + "."):
+                        return True
+        return False
+
+    def _module_scope(self):
+        module = self.context.module
+        if module is None:
+            return None
+        try:
+            return self.get_metadata(ScopeProvider, module)
+        except KeyError:
+            return None
+
+    def position(self, node: cst.CSTNode) -> tuple[int, int]:
+        try:
+            start = self.get_metadata(PositionProvider, node).start
+        except KeyError:
+            return (0, 0)
+        return (start.line, start.column + 1)
+
+    # ----------------------------------------------------------------- bookkeeping
+    def record_rewrite(self, count: int = 1) -> None:
+        """Count an edit this rule made (feeds the `applied` list and the statistics)."""
+        rewrites: Counter = self.context.scratch.setdefault(REWRITES_KEY, Counter())
+        rewrites[self.CODE] += count
+
+    def require_import(self, spec: ImportSpec) -> None:
+        AddImportsVisitor.add_needed_import(self.context, spec.module, spec.obj, spec.asname)
+
+    def release_import(self, spec: ImportSpec) -> None:
+        """Remove ``spec``'s import at the end of the pipeline if nothing uses it any more."""
+        RemoveImportsVisitor.remove_unused_import(self.context, spec.module, spec.obj, spec.asname)
+
+    def release_binding(self, node: cst.CSTNode) -> None:
+        """``node`` (``xm.mark_step`` or ``mark_step``) is going away: drop the import that bound
+        its root name at the end of the pipeline if nothing else uses that import by then."""
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return
+        try:
+            scope = self.get_metadata(ScopeProvider, root)
+        except KeyError:
+            return
+        if scope is None:
+            return
+        for assignment in scope[root.value]:
+            binding = getattr(assignment, "node", None)
+            if isinstance(binding, cst.Import) or (
+                isinstance(binding, cst.ImportFrom) and not binding.relative
+            ):
+                RemoveImportsVisitor.remove_unused_import_by_node(self.context, binding)
+
+    def device_expression(self, node: cst.CSTNode) -> cst.BaseExpression:
+        """How code at ``node`` should name the XLA device: the ``device`` variable when one is
+        visible from there (scripts almost always have one), else ``torch_xla.device()``."""
+        try:
+            scope = self.get_metadata(ScopeProvider, node)
+        except KeyError:
+            scope = None
+        if scope is not None and "device" in scope:
+            return cst.Name("device")
+        self.require_import(TORCH_XLA)
+        return cst.parse_expression("torch_xla.device()")
+
+    def flag(self, node: cst.CSTNode, code: str, message: str) -> None:
+        """Report a finding at ``node`` and put an inline TODO marker above its statement."""
+        if code in self.context.scratch.get(DISABLED_FINDINGS_KEY, ()):
+            return
+        line, column = self.position(node)
+        findings: list = self.context.scratch.setdefault(FINDINGS_KEY, [])
+        findings.append(Finding(code, line, column, message))
+        self.warn(f"{line}:{column}: {code} {message}")
+        statement = self._enclosing_statement(node)
+        if statement is not None:
+            self._markers.setdefault(id(statement), []).append(f"{MARKER_PREFIX} {code} {message}")
+
+    def _enclosing_statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        current: cst.CSTNode | None = node
+        while current is not None:
+            if isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                return current
+            try:
+                current = self.get_metadata(ParentNodeProvider, current)
+            except KeyError:
+                return None
+        return None
+
+    def on_leave(self, original_node, updated_node):
+        result = super().on_leave(original_node, updated_node)
+        markers = self._markers.pop(id(original_node), None)
+        if markers and isinstance(result, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            result = with_marker_comments(result, markers)
+        return result
+
+
+def with_marker_comments(statement, markers: Iterable[str]):
+    """Add each marker as a comment line above ``statement`` unless an equal one is there."""
+    present = {line.comment.value for line in statement.leading_lines if line.comment}
+    present_codes = {value.split()[2] for value in present if value.startswith(MARKER_PREFIX)}
+    new_lines = list(statement.leading_lines)
+    for marker in dict.fromkeys(markers):
+        code = marker.split()[2]
+        if marker in present or code in present_codes:
+            continue
+        new_lines.append(cst.EmptyLine(indent=True, comment=cst.Comment(marker)))
+        present_codes.add(code)
+    if len(new_lines) == len(statement.leading_lines):
+        return statement
+    return statement.with_changes(leading_lines=new_lines)
+
+
+def tidy_torch_xla_imports(module: cst.Module) -> cst.Module:
+    """Sort each run of adjacent top-level ``import torch_xla...`` lines by module name.
+
+    libcst appends new imports after the last one; when it removed an old ``xm`` import just
+    before, ``import torch_xla`` would land below ``import torch_xla.runtime as xr``. Leading
+    blank lines stay where they were; runs that carry comments are left alone.
+    """
+    body = list(module.body)
+    changed = False
+    start = 0
+    while start < len(body):
+        end = start
+        while end < len(body) and _torch_xla_import_name(body[end]) is not None:
+            end += 1
+        if end - start > 1 and not any(
+            line.comment for stmt in body[start + 1 : end] for line in stmt.leading_lines
+        ):
+            run = body[start:end]
+            ordered = sorted(run, key=_torch_xla_import_name)
+            if ordered != run:
+                changed = True
+                body[start:end] = [
+                    new.with_changes(leading_lines=old.leading_lines) for old, new in zip(run, ordered)
+                ]
+        start = end + 1
+    return module.with_changes(body=body) if changed else module
+
+
+def _torch_xla_import_name(statement: cst.CSTNode) -> str | None:
+    if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
+        return None
+    node = statement.body[0]
+    if not (isinstance(node, cst.Import) and len(node.names) == 1):
+        return None
+    name = cst.Module([]).code_for_node(node.names[0].name)
+    return name if name == "torch_xla" or name.startswith("torch_xla.") else None

@@ -1,0 +1,199 @@
+"""Per-file pipeline: parse once, run the selected rules in order, fix imports once, re-check.
+
+The engine knows rules only through the registry in ``codemods``: it never names one.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import libcst as cst
+from libcst.codemod import Codemod, CodemodContext, SkipFile
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+
+import codemods
+from codemods._base import (
+    DISABLED_FINDINGS_KEY,
+    FINDINGS_KEY,
+    REWRITES_KEY,
+    Finding,
+    tidy_torch_xla_imports,
+)
+
+from .linemap import LineMap
+from .source import SourceError, SourceFile
+
+# A file that never mentions torch cannot need a rewrite; not parsing it is most of the speed.
+PREFILTER_WORDS = ("torch",)
+
+
+@dataclass
+class FileResult:
+    path: Path
+    source: SourceFile | None = None
+    new_text: str | None = None  # None: unchanged (or not processed)
+    applied: dict[str, int] = field(default_factory=dict)  # rule code -> number of edits
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None  # "path:line: message" form is made by the renderers
+    error_line: int = 1
+    skipped: bool = False  # pre-filter said the file cannot need a rewrite
+
+    @property
+    def changed(self) -> bool:
+        return self.new_text is not None and self.source is not None and self.new_text != self.source.text
+
+    def new_bytes(self) -> bytes:
+        assert self.source is not None and self.new_text is not None
+        return self.source.encode(self.new_text)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which rules run, and which finding codes are silenced; picklable for worker processes."""
+
+    rule_codes: tuple[str, ...]
+    disabled_findings: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_options(cls, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> "Selection":
+        rules = codemods.select_rules(select, ignore)
+        disabled = frozenset(
+            code
+            for rule in rules
+            for code in rule.FINDINGS
+            if not codemods.code_selected(code, select, ignore)
+        )
+        return cls(tuple(rule.CODE for rule in rules), disabled)
+
+    def rules(self) -> list[type]:
+        return [codemods.rule_by_code(code) for code in self.rule_codes]
+
+
+class RuleFailure(Exception):
+    def __init__(self, code: str, message: str, line: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+        self.line = line
+
+
+def migrate_file(path: Path, selection: Selection) -> FileResult:
+    """Run the pipeline on one file. Never raises for a problem in the file: it is in the result."""
+    result = FileResult(path=path)
+    try:
+        source = SourceFile.read(path)
+    except SourceError as exc:
+        result.error, result.error_line = str(exc), exc.line
+        return result
+    result.source = source
+    if not any(word in source.text for word in PREFILTER_WORDS):
+        result.skipped = True
+        return result
+    try:
+        module = cst.parse_module(source.text)
+    except cst.ParserSyntaxError as exc:
+        result.error, result.error_line = f"syntax error: {exc.message}", exc.raw_line
+        return result
+    except (RecursionError, MemoryError) as exc:
+        result.error = f"cannot parse: {type(exc).__name__}"
+        return result
+    try:
+        new_text, applied, findings = run_pipeline(module, source.text, selection, str(path))
+    except RuleFailure as exc:
+        result.error, result.error_line = f"internal error in rule {exc.code}: {exc}", exc.line
+        return result
+    result.new_text = new_text
+    result.applied = applied
+    result.findings = findings
+    return result
+
+
+def run_pipeline(
+    module: cst.Module, original: str, selection: Selection, filename: str = "<string>"
+) -> tuple[str, dict[str, int], list[Finding]]:
+    context = CodemodContext(filename=filename)
+    context.scratch[DISABLED_FINDINGS_KEY] = selection.disabled_findings
+    findings: list[Finding] = []
+    touched = False  # has any rule edited the tree (rewrite or marker) so far?
+    for rule in selection.rules():
+        if not rule.is_triggered_by(original):
+            continue
+        rewrites_before = _rewrite_count(context)
+        context.scratch[FINDINGS_KEY] = []
+        try:
+            # Codemod.transform_module (not CodemodCommand's) so imports wait for the end.
+            new_module = Codemod.transform_module(rule(context), module)
+        except SkipFile:
+            continue
+        except Exception as exc:  # a bug in a rule must not cost the user the other files
+            raise RuleFailure(rule.CODE, _describe(exc)) from exc
+        rule_findings = context.scratch[FINDINGS_KEY]
+        if rule_findings:
+            # Positions are in this rule's input; report them in the user's file.
+            line_map = LineMap(module.code if touched else original, original)
+            findings.extend(line_map.finding(f) for f in rule_findings)
+        if rule_findings or _rewrite_count(context) != rewrites_before:
+            _check_compiles(new_module, rule.CODE, filename)
+            touched = True
+        module = new_module
+    module = _fix_imports(module, context)
+    new_text = module.code
+    if new_text != original:
+        _check_compiles(module, "imports", filename, new_text)
+    applied = dict(context.scratch.get(REWRITES_KEY, Counter()))
+    findings.sort(key=lambda f: (f.line, f.column, f.code))
+    return new_text, {code: n for code, n in applied.items() if n}, findings
+
+
+def _rewrite_count(context: CodemodContext) -> int:
+    return sum(context.scratch.get(REWRITES_KEY, Counter()).values())
+
+
+def _fix_imports(module: cst.Module, context: CodemodContext) -> cst.Module:
+    try:
+        if context.scratch.get(AddImportsVisitor.CONTEXT_KEY):
+            module = AddImportsVisitor(context).transform_module(module)
+        if context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
+            module = RemoveImportsVisitor(context).transform_module(module)
+    except Exception as exc:
+        raise RuleFailure("imports", _describe(exc)) from exc
+    return tidy_torch_xla_imports(module)
+
+
+def _check_compiles(module: cst.Module, code: str, filename: str, text: str | None = None) -> None:
+    text = module.code if text is None else text
+    try:
+        compile(text, filename, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise RuleFailure(code, f"output would not compile: {exc.msg}", exc.lineno or 1) from exc
+
+
+def _describe(exc: BaseException) -> str:
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    where = f" ({Path(frame.filename).name}:{frame.lineno})" if frame else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def migrate_files(
+    paths: Sequence[Path],
+    selection: Selection,
+    jobs: int = 1,
+) -> Iterator[FileResult]:
+    """Yield one FileResult per path, in the given order, processing in ``jobs`` processes."""
+    jobs = max(1, jobs)
+    if jobs == 1 or len(paths) < 2:
+        for path in paths:
+            yield migrate_file(path, selection)
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        chunk = max(1, min(16, len(paths) // (jobs * 4) or 1))
+        yield from pool.map(migrate_file, paths, [selection] * len(paths), chunksize=chunk)
+
+
+def default_jobs() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

@@ -1,0 +1,40 @@
+"""Map line numbers between two versions of a file, so findings point into the user's file."""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+from dataclasses import replace
+
+from codemods._base import Finding
+
+
+class LineMap:
+    """Maps lines of ``new`` back to lines of ``old`` using a line diff.
+
+    Lines inside unchanged blocks map exactly; a line inside a rewritten block maps to the first
+    line of the block it replaced, which is where a reader would look.
+    """
+
+    def __init__(self, new: str, old: str) -> None:
+        self._identity = new == old
+        self._starts: list[int] = []
+        self._blocks: list[tuple[int, int, int, str]] = []
+        if self._identity:
+            return
+        matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+        for tag, old_start, _old_end, new_start, new_end in matcher.get_opcodes():
+            self._starts.append(new_start)
+            self._blocks.append((new_start, new_end, old_start, tag))
+
+    def line(self, new_line: int) -> int:
+        if self._identity or not self._blocks:
+            return new_line
+        index = max(0, bisect.bisect_right(self._starts, new_line - 1) - 1)
+        new_start, _new_end, old_start, tag = self._blocks[index]
+        if tag == "equal":
+            return old_start + (new_line - 1 - new_start) + 1
+        return old_start + 1
+
+    def finding(self, finding: Finding) -> Finding:
+        return replace(finding, line=self.line(finding.line))

@@ -1,0 +1,61 @@
+"""Every registered rule's embedded cases, collected automatically (Fixit's VALID/INVALID model)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import codemods
+from codemods.testing import apply_rule, case_id
+
+VALID_CASES = [
+    pytest.param(rule, case, id=case_id(rule, "valid", i))
+    for rule in codemods.PIPELINE
+    for i, case in enumerate(rule.VALID)
+]
+INVALID_CASES = [
+    pytest.param(rule, case, id=case_id(rule, "invalid", i))
+    for rule in codemods.PIPELINE
+    for i, case in enumerate(rule.INVALID)
+]
+
+
+@pytest.mark.parametrize("rule, case", VALID_CASES)
+def test_valid_case_is_untouched(rule, case):
+    output, findings = apply_rule(rule, case.source)
+    assert output == case.source
+    assert findings == []
+
+
+@pytest.mark.parametrize("rule, case", INVALID_CASES)
+def test_invalid_case_is_rewritten(rule, case):
+    output, findings = apply_rule(rule, case.before)
+    assert output == case.after
+    assert sorted(findings) == sorted(case.findings)
+    compile(output, "after.py", "exec")
+
+
+@pytest.mark.parametrize("rule, case", INVALID_CASES)
+def test_invalid_case_second_run_changes_nothing(rule, case):
+    output, _ = apply_rule(rule, case.after)
+    assert output == case.after
+
+
+@pytest.mark.parametrize("rule", codemods.PIPELINE, ids=lambda r: r.CODE)
+def test_rule_is_documented(rule):
+    assert re.fullmatch(r"TPU1\d\d", rule.CODE)
+    assert all(re.fullmatch(r"TPU2\d\d", code) for code in rule.FINDINGS)
+    assert re.fullmatch(r"[a-z0-9-]+", rule.NAME)
+    doc = rule.documentation()
+    for section in ("What it does", "Why", "Example"):
+        assert section in doc, f"{rule.CODE} docstring lacks {section!r}"
+    assert rule.SUMMARY and len(rule.SUMMARY) <= 100
+    assert rule.INVALID, f"{rule.CODE} has no before/after case"
+    assert rule.VALID, f"{rule.CODE} has no must-stay-untouched case"
+
+
+def test_codes_are_unique():
+    codes = [rule.CODE for rule in codemods.PIPELINE]
+    codes += [code for rule in codemods.PIPELINE for code in rule.FINDINGS]
+    assert len(codes) == len(set(codes))
