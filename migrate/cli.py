@@ -1,0 +1,213 @@
+"""Command line: diff, apply, check, rules, explain.
+
+Exit codes: 0 nothing to do / all went well, 1 changes (diff, check) were found,
+2 some file could not be processed (the others still were), 3 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import codemods
+
+from . import __version__
+from .diff import unified_diff
+from .discover import discover, display_path
+from .engine import FileResult, Selection, default_jobs, migrate_files
+from .report import RunSummary, applied_text, check_json, check_text, error_line, finding_lines
+from .source import write_atomically
+from .terminal import Terminal
+
+EXIT_OK, EXIT_CHANGES, EXIT_FAILED, EXIT_USAGE = 0, 1, 2, 3
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return args.handler(args)
+    except _UsageError as exc:
+        print(f"tpu-migrate: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def exit(self, status: int = 0, message: str | None = None):  # usage errors exit 3, not 2
+        if message:
+            sys.stderr.write(message)
+        sys.exit(EXIT_USAGE if status else status)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="tpu-migrate", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"tpu-migrate {__version__}")
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    def files_command(name: str, help_text: str, handler) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .)")
+        sub.add_argument("--select", type=_codes, default=[], metavar="CODE[,CODE]",
+                         help="only these rules (prefixes such as TPU1 allowed)")
+        sub.add_argument("--ignore", type=_codes, default=[], metavar="CODE[,CODE]",
+                         help="skip these rules or findings (prefixes allowed)")
+        sub.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                         help="skip paths matching GLOB (repeatable)")
+        sub.add_argument("--jobs", "-j", type=int, default=default_jobs(), metavar="N",
+                         help="worker processes (default: all cores)")
+        sub.set_defaults(handler=handler)
+        return sub
+
+    files_command("diff", "Show what `apply` would change, as a unified diff; change nothing.", _cmd_diff)
+    files_command("apply", "Rewrite the files in place.", _cmd_apply)
+    check = files_command(
+        "check", "List the rewrites that apply and the findings that need a human.", _cmd_check
+    )
+    check.add_argument("--format", choices=("text", "json"), default="text")
+
+    rules = commands.add_parser("rules", help="List every rule.", description="List every rule.")
+    rules.set_defaults(handler=_cmd_rules)
+    explain = commands.add_parser("explain", help="Show a rule's documentation.")
+    explain.add_argument("code", metavar="CODE")
+    explain.set_defaults(handler=_cmd_explain)
+    return parser
+
+
+def _codes(text: str) -> list[str]:
+    return [code.strip().upper() for code in text.split(",") if code.strip()]
+
+
+def _run(args) -> tuple[list[FileResult], list[str]]:
+    """Discover and migrate; returns results in path order and discovery problems as lines."""
+    try:
+        selection = Selection.from_options(args.select, args.ignore)
+    except KeyError as exc:
+        raise _UsageError(exc.args[0]) from None
+    if args.jobs < 1:
+        raise _UsageError("--jobs must be at least 1")
+    found = discover(args.paths, args.exclude)
+    problems = [f"{display_path(path)}:1: {message}" for path, message in found.problems]
+    terminal = Terminal()
+    results = []
+    with terminal.progress(len(found.files)) as advance:
+        for result in migrate_files(found.files, selection, args.jobs):
+            results.append(result)
+            advance()
+    return results, problems
+
+
+def _cmd_diff(args) -> int:
+    results, problems = _run(args)
+    terminal = Terminal()
+    for result in results:
+        if result.error:
+            terminal.error(error_line(result))
+        elif result.changed:
+            terminal.diff(unified_diff(result.source.text, result.new_text, display_path(result.path)))
+    for line in problems:
+        terminal.error(line)
+    summary = RunSummary.of(results, len(problems))
+    terminal.note(summary.sentence("would change"))
+    if summary.failed:
+        return EXIT_FAILED
+    return EXIT_CHANGES if summary.changed else EXIT_OK
+
+
+def _cmd_check(args) -> int:
+    results, problems = _run(args)
+    summary = RunSummary.of(results, len(problems))
+    if args.format == "json":
+        sys.stdout.write(check_json(results, summary))
+    else:
+        sys.stdout.write(check_text(results, summary))
+    for line in problems:
+        print(line, file=sys.stderr)
+    if summary.failed:
+        return EXIT_FAILED
+    return EXIT_CHANGES if summary.changed or summary.findings else EXIT_OK
+
+
+def _cmd_apply(args) -> int:
+    terminal = Terminal()
+    written: list[str] = []
+    failures = 0
+    results: list[FileResult] = []
+    try:
+        found_results, problems = _run(args)
+        for result in found_results:
+            results.append(result)
+            path = display_path(result.path)
+            if result.error:
+                terminal.error(error_line(result))
+                continue
+            if result.changed:
+                problem = _write(result)
+                if problem:
+                    failures += 1
+                    terminal.error(f"{path}:1: not written: {problem}")
+                    continue
+                written.append(path)
+                terminal.out(f"{path}: {applied_text(result.applied)}")
+            for line in finding_lines(result):
+                terminal.out(line)
+    except KeyboardInterrupt:
+        terminal.error(
+            f"interrupted: {len(written)} file(s) were written completely"
+            + (f" ({', '.join(written)})" if written else "")
+            + "; no file was left half-written."
+        )
+        return 130
+    for line in problems:
+        terminal.error(line)
+    summary = RunSummary.of(results, len(problems) + failures)
+    summary.changed = len(written)
+    terminal.note(summary.sentence("rewritten"))
+    return EXIT_FAILED if summary.failed else EXIT_OK
+
+
+def _write(result: FileResult) -> str | None:
+    """Write one result atomically, unless the file changed on disk since it was read."""
+    try:
+        if result.path.read_bytes() != result.source.raw:
+            return "the file changed on disk during the run"
+        write_atomically(result.path, result.new_bytes())
+    except (OSError, UnicodeEncodeError) as exc:
+        return getattr(exc, "strerror", None) or str(exc)
+    return None
+
+
+def _cmd_rules(args) -> int:
+    rows = []
+    for rule in codemods.PIPELINE:
+        rows.append((rule.CODE, rule.NAME, rule.SAFETY.value, rule.SUMMARY))
+        for code, summary in rule.FINDINGS.items():
+            rows.append((code, f"(finding of {rule.CODE})", "manual", summary))
+    width = max(len(row[1]) for row in rows)
+    for code, name, safety, summary in rows:
+        print(f"{code}  {name:<{width}}  {safety:<8}  {summary}")
+    return EXIT_OK
+
+
+def _cmd_explain(args) -> int:
+    try:
+        rule = codemods.rule_by_code(args.code)
+    except KeyError as exc:
+        raise _UsageError(exc.args[0]) from None
+    print(f"{rule.CODE} {rule.NAME} ({rule.SAFETY.value})")
+    print(rule.SUMMARY)
+    if rule.FINDINGS:
+        print()
+        for code, summary in rule.FINDINGS.items():
+            print(f"{code}: {summary}")
+    print()
+    print(rule.documentation())
+    return EXIT_OK
