@@ -97,7 +97,7 @@ def migrate_file(path: Path, selection: Selection) -> FileResult:
     try:
         module = cst.parse_module(source.text)
     except cst.ParserSyntaxError as exc:
-        result.error, result.error_line = f"syntax error: {exc.message}", exc.raw_line
+        result.error, result.error_line = _syntax_error(source.text, exc)
         return result
     except (RecursionError, MemoryError) as exc:
         result.error = f"cannot parse: {type(exc).__name__}"
@@ -148,6 +148,17 @@ def run_pipeline(
     applied = dict(context.scratch.get(REWRITES_KEY, Counter()))
     findings.sort(key=lambda f: (f.line, f.column, f.code))
     return new_text, {code: n for code, n in applied.items() if n}, findings
+
+
+def _syntax_error(text: str, exc: cst.ParserSyntaxError) -> tuple[str, int]:
+    """Python's own message and line when it agrees the file is broken (they read better)."""
+    try:
+        compile(text, "<file>", "exec", dont_inherit=True)
+    except SyntaxError as py_exc:
+        return f"syntax error: {py_exc.msg}", py_exc.lineno or 1
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return f"cannot parse with libcst: {exc.message}", exc.raw_line
 
 
 def _rewrite_count(context: CodemodContext) -> int:

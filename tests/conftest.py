@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+OLD_API = textwrap.dedent(
+    """\
+    import torch
+    import torch_xla.core.xla_model as xm
+
+    device = xm.xla_device()
+    xm.mark_step()
+    """
+)
+NEW_API = textwrap.dedent(
+    """\
+    import torch
+    import torch_xla
+
+    device = torch_xla.device()
+    torch_xla.sync()
+    """
+)
+
+
+@pytest.fixture
+def project(tmp_path: Path):
+    """A factory writing files under a fresh directory: project({"a.py": "..."}) -> root."""
+
+    def make(files: dict[str, str | bytes]) -> Path:
+        for name, content in files.items():
+            path = tmp_path / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content, encoding="utf-8")
+        return tmp_path
+
+    return make

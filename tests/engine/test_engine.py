@@ -1,0 +1,141 @@
+"""The per-file pipeline: parse once, rules in order, imports once, nothing lost."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import stat
+
+import libcst as cst
+import pytest
+
+import codemods
+from codemods._base import Safety, TpuCodemod
+from migrate.engine import Selection, migrate_file, migrate_files
+from migrate.source import write_atomically
+from tests.conftest import NEW_API, OLD_API
+
+ALL = Selection.from_options()
+
+
+def test_rewrites_and_reports_applied_rules(project):
+    root = project({"train.py": OLD_API})
+    result = migrate_file(root / "train.py", ALL)
+    assert result.error is None
+    assert result.new_text == NEW_API
+    assert result.applied == {"TPU105": 2}
+
+
+def test_file_without_torch_is_not_parsed(project):
+    root = project({"util.py": "def f(:\n"})  # would not even parse
+    result = migrate_file(root / "util.py", ALL)
+    assert result.skipped and result.error is None and not result.changed
+
+
+def test_syntax_error_is_reported_with_line(project):
+    root = project({"bad.py": "import torch\n\ndef f(:\n    pass\n"})
+    result = migrate_file(root / "bad.py", ALL)
+    assert result.error.startswith("syntax error")
+    assert result.error_line == 3
+    assert result.new_text is None
+
+
+@pytest.mark.parametrize(
+    "name, raw",
+    [
+        ("crlf.py", OLD_API.replace("\n", "\r\n").encode()),
+        ("bom.py", codecs.BOM_UTF8 + OLD_API.encode()),
+        (
+            "latin1.py",
+            ("# -*- coding: latin-1 -*-\n# caf\xe9\n" + OLD_API).encode("latin-1"),
+        ),
+    ],
+)
+def test_encoding_bom_and_newlines_survive(project, name, raw):
+    root = project({name: raw})
+    result = migrate_file(root / name, ALL)
+    new = result.new_bytes()
+    assert new.startswith(codecs.BOM_UTF8) == raw.startswith(codecs.BOM_UTF8)
+    if b"\r\n" in raw:
+        assert new.count(b"\r\n") == new.count(b"\n")
+    if name == "latin1.py":
+        assert "caf\xe9".encode("latin-1") in new
+    assert b"torch_xla.sync()" in new
+
+
+def test_untouched_lines_stay_byte_identical(project):
+    source = "import torch   # odd  spacing kept\nimport torch_xla.core.xla_model as xm\nx = ( 1 ,2 )\nxm.mark_step()\n"
+    root = project({"t.py": source})
+    new = migrate_file(root / "t.py", ALL).new_text
+    assert new.splitlines()[0] == "import torch   # odd  spacing kept"
+    assert "x = ( 1 ,2 )" in new.splitlines()
+
+
+def test_undecodable_file_is_reported(project):
+    root = project({"bad_bytes.py": b"import torch\nx = '\xff\xfe'\n"})
+    result = migrate_file(root / "bad_bytes.py", ALL)
+    assert "cannot decode" in result.error and result.error_line == 2
+
+
+def test_binary_file_is_reported(project):
+    root = project({"blob.py": b"torch\x00\x01\x02"})
+    assert "binary" in migrate_file(root / "blob.py", ALL).error
+
+
+class _Exploding(TpuCodemod):
+    """What it does / Why / Example: a rule that fails, for the engine's error path."""
+
+    CODE, NAME, SUMMARY, SAFETY = "TPU199", "exploding", "fails", Safety.SAFE
+
+    def leave_Name(self, original_node, updated_node):
+        raise ValueError("boom")
+
+
+class _Breaking(TpuCodemod):
+    """What it does / Why / Example: a rule whose output does not compile."""
+
+    CODE, NAME, SUMMARY, SAFETY = "TPU198", "breaking", "breaks", Safety.SAFE
+
+    def leave_Module(self, original_node, updated_node):
+        self.record_rewrite()
+        ret = cst.SimpleStatementLine([cst.Return(cst.Integer("1"))])
+        return updated_node.with_changes(body=[*updated_node.body, ret])
+
+
+@pytest.mark.parametrize(
+    "rule, expected",
+    [(_Exploding, "internal error in rule TPU199: ValueError: boom"), (_Breaking, "TPU198: output would not compile")],
+)
+def test_failing_rule_leaves_file_alone_and_is_named(project, monkeypatch, rule, expected):
+    monkeypatch.setattr(codemods, "PIPELINE", (rule,))
+    root = project({"t.py": OLD_API})
+    result = migrate_file(root / "t.py", Selection((rule.CODE,)))
+    assert expected in result.error
+    assert result.new_text is None
+
+
+def test_parallel_run_gives_the_same_results(project):
+    files = {f"m{i}.py": OLD_API if i % 2 else "print('no torch here')\n" for i in range(8)}
+    root = project(files)
+    paths = sorted(root.glob("*.py"))
+    serial = [(r.path, r.new_text, r.applied) for r in migrate_files(paths, ALL, jobs=1)]
+    parallel = [(r.path, r.new_text, r.applied) for r in migrate_files(paths, ALL, jobs=2)]
+    assert serial == parallel
+
+
+def test_atomic_write_keeps_permissions(tmp_path):
+    path = tmp_path / "x.py"
+    path.write_text("old\n")
+    os.chmod(path, 0o751)
+    write_atomically(path, b"new\n")
+    assert path.read_bytes() == b"new\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o751
+    assert [p.name for p in tmp_path.iterdir()] == ["x.py"]  # no temp file left behind
+
+
+def test_ignore_finding_code_and_select_prefix():
+    assert Selection.from_options(["TPU105"]).rule_codes == ("TPU105",)
+    assert "TPU105" not in Selection.from_options(ignore=["TPU105"]).rule_codes
+    assert set(Selection.from_options(["TPU1"]).rule_codes) == {r.CODE for r in codemods.PIPELINE}
+    with pytest.raises(KeyError):
+        Selection.from_options(["TPU999"])
