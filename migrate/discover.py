@@ -44,7 +44,7 @@ def discover(paths: Sequence[str | Path], exclude: Sequence[str] = ()) -> Discov
 
     A file named explicitly is taken even if git ignores it; directories are expanded with
     ``git ls-files`` (tracked + untracked-not-ignored) inside a work tree, by walking otherwise.
-    Symlinks are never followed out of the directory given.
+    Symbolic links inside directories are never followed (no escapes from the tree, no loops).
     """
     result = Discovery()
     seen: set[Path] = set()
@@ -58,7 +58,8 @@ def discover(paths: Sequence[str | Path], exclude: Sequence[str] = ()) -> Discov
             if candidates is None:
                 candidates = _walk(given, result)
         else:
-            candidates = [given]
+            # A link named explicitly is migrated at its target, so the link itself survives.
+            candidates = [given.resolve() if given.is_symlink() else given]
         for path in candidates:
             if _excluded(path, given, exclude):
                 continue
@@ -107,15 +108,14 @@ def _git_files(directory: Path) -> list[Path] | None:
         path = directory / name
         if any(part in SKIPPED_DIRS for part in Path(name).parts[:-1]):
             continue
-        if path.is_symlink() and not _inside(path, directory):
-            continue
+        if path.is_symlink():
+            continue  # the real file is processed under its own name (and a write would break the link)
         if path.is_file():  # deleted-but-tracked files and submodule dirs are not ours
             files.append(path)
     return sorted(files)
 
 
 def _walk(directory: Path, result: Discovery) -> list[Path]:
-    root_real = directory.resolve()
     files: list[Path] = []
 
     def on_error(exc: OSError) -> None:
@@ -129,26 +129,14 @@ def _walk(directory: Path, result: Discovery) -> list[Path]:
             if not name.endswith(PYTHON_SUFFIXES):
                 continue
             path = Path(current, name)
-            if path.is_symlink() and not _inside(path, root_real):
-                continue  # never follow a link out of the tree (or into a loop)
+            if path.is_symlink():
+                continue  # never followed: out of the tree, into a loop, or a second name for a file
             files.append(path)
     return files
 
 
 def _is_virtualenv(directory: Path) -> bool:
     return (directory / "pyvenv.cfg").is_file()
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        target = path.resolve(strict=True)
-    except (OSError, RuntimeError):
-        return False
-    try:
-        target.relative_to(root.resolve())
-    except ValueError:
-        return False
-    return True
 
 
 def display_path(path: Path, base: Path | None = None) -> str:
