@@ -239,6 +239,8 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         markers = self._markers.pop(id(original_node), None)
         if markers and isinstance(result, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             result = with_marker_comments(result, markers)
+        if isinstance(result, cst.Module):
+            result = _without_markers_repeated_in_header(result)
         return result
 
 
@@ -256,6 +258,25 @@ def with_marker_comments(statement, markers: Iterable[str]):
     if len(new_lines) == len(statement.leading_lines):
         return statement
     return statement.with_changes(leading_lines=new_lines)
+
+
+def _marker_code(line: cst.EmptyLine) -> str | None:
+    if line.comment and line.comment.value.startswith(MARKER_PREFIX):
+        return line.comment.value.split()[2]
+    return None
+
+
+def _without_markers_repeated_in_header(module: cst.Module) -> cst.Module:
+    """Comments above a file's first statement are parsed into ``Module.header``, where
+    ``with_marker_comments`` cannot see them: drop a marker the header already has."""
+    if not module.body or not module.header:
+        return module
+    in_header = {_marker_code(line) for line in module.header} - {None}
+    first = module.body[0]
+    kept = [line for line in first.leading_lines if _marker_code(line) not in in_header]
+    if len(kept) == len(first.leading_lines):
+        return module
+    return module.with_changes(body=[first.with_changes(leading_lines=kept), *module.body[1:]])
 
 
 def tidy_torch_xla_imports(module: cst.Module) -> cst.Module:

@@ -1,11 +1,1503 @@
-# TEMPORARY scaffold, replaced by the real rule in this session.
-from ._base import Safety, TpuCodemod
+"""TPU101: every way a script picks or uses a CUDA device becomes the XLA device."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional, Sequence, Union
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider, ScopeProvider
+
+from ._base import TORCH_XLA, Invalid, Safety, TpuCodemod, Valid
+
+# Calls whose truth means "the CUDA-class accelerator is there": the migrated script takes that path.
+ACCELERATOR_TESTS = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
+# Availability of a device the migration abandons; a flag made of it goes when its uses do.
+FALLBACK_TESTS = frozenset({"torch.backends.mps.is_available"})
+AVAILABILITY_TESTS = ACCELERATOR_TESTS | FALLBACK_TESTS
+CURRENT_ACCELERATOR = "torch.accelerator.current_accelerator"
+TORCH_DEVICE = "torch.device"
+
+CUDA_DEVICE = re.compile(r"cuda(:\d+)?")  # "cuda", "cuda:0"
+CUDA_TEMPLATE = re.compile(r"cuda:(\{\w*\}|%[ds])")  # "cuda:{}".format(i), "cuda:%d" % i
+FALLBACK_DEVICE = re.compile(r"(cpu|mps)(:\d+)?")
+# Names (variables, attributes, keys, parameters, options) holding a device string contain this...
+CONFIG_WORD = "device"
+# ...except these, which hold something else (accelerate's placement map, not a torch device).
+NOT_CONFIG_WORDS = ("device_map",)
+
+# `.cuda(...)` arguments that only meant something for CUDA (the first positional is the GPU index).
+CUDA_MOVE_KEYWORDS = frozenset({"device", "non_blocking"})
+# Keywords dropped from `.to(<cuda>, ...)` together with the CUDA device.
+DROPPED_MOVE_KEYWORDS = frozenset({"non_blocking"})
+# Tensor methods whose `device=` takes a device object (the receiver's type is unknown statically).
+TENSOR_DEVICE_METHODS = frozenset(
+    {"to", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
+)
+# Statements after which the rest of their block never runs.
+TERMINAL_STATEMENTS = (cst.Return, cst.Raise, cst.Break, cst.Continue)
+# Expressions that never need parentheses to keep their meaning where another expression stood.
+ATOMS = (
+    cst.Name,
+    cst.Attribute,
+    cst.Call,
+    cst.Subscript,
+    cst.SimpleString,
+    cst.FormattedString,
+    cst.ConcatenatedString,
+    cst.Integer,
+    cst.Float,
+    cst.Dict,
+    cst.List,
+    cst.Set,
+    cst.Tuple,
+)
+
+# What a test becomes once the accelerator is known to be there: True/False when decided, a
+# smaller expression when only part of it was about the accelerator, None when none of it was.
+Verdict = Union[bool, cst.BaseExpression, None]
+
+ELSE = "else"  # ChainDecision.taken: the `else:` arm of the chain
+
+
+@dataclass
+class Trace:
+    """Nodes a collapse makes disappear: folded accelerator tests and dropped code."""
+
+    folded: list = field(default_factory=list)
+    dropped: list = field(default_factory=list)
+
+
+@dataclass
+class ChainDecision:
+    """How an ``if``/``elif``/``else`` chain collapses."""
+
+    kept: list  # (arm index, new test) of the arms that stay conditional, in order
+    taken: Union[int, str, None]  # arm index (or ELSE) run when no kept arm is; None: nothing
+    changed: bool
+
+
+@dataclass
+class BlockEdit:
+    """Replace a statement of a block by ``statements``; ``leading`` goes above them, ``trailing``
+    below them; ``terminal`` drops the rest of the block (it can no longer run)."""
+
+    statements: list
+    leading: Sequence[cst.EmptyLine] = ()
+    trailing: Sequence[cst.EmptyLine] = ()
+    terminal: bool = False
 
 
 class DevicePlacement(TpuCodemod):
-    """What it does\n    Why\n    Example"""
+    """
+    What it does
+        Makes every device choice and device move in a PyTorch script use the XLA device:
+        ``torch.device("cuda"...)``, ``torch.accelerator.current_accelerator()`` and
+        ``"cuda" if torch.cuda.is_available() else "cpu"`` become ``torch_xla.device()``;
+        ``.cuda(...)``, ``.to("cuda"...)`` and ``device="cuda"`` become ``.to(device)`` /
+        ``device=device`` (the ``device`` variable when it is bound there, ``self.device`` in a
+        method of a class that sets it in ``__init__``, else ``torch_xla.device()``).
+        Branches on accelerator availability (``torch.cuda.is_available()``,
+        ``torch.accelerator.is_available()`` and flags assigned from them such as ``use_cuda``)
+        collapse to the accelerator path, ``elif``/``else`` fallbacks (mps, cpu) go, and a flag
+        whose every use collapsed is removed. Device strings in configuration (``device = "cuda"``,
+        ``{"device": "cuda"}``, ``--device`` defaults and choices, ``device_type == "cuda"``)
+        become ``"xla"``.
+
+    Why
+        torch_xla 2.9 has no CUDA, and ``torch.cuda.is_available()`` and
+        ``torch.accelerator.is_available()`` are False on a TPU host: an unmigrated script
+        silently trains on the CPU. ``.cuda()`` and ``.to("cuda")`` fail outright.
+
+    Example
+        Before::
+
+            use_cuda = not args.no_cuda and torch.cuda.is_available()
+            device = torch.device("cuda" if use_cuda else "cpu")
+            model = Net().cuda()
+
+        After::
+
+            device = torch_xla.device()
+            model = Net().to(device)
+
+    Left alone: ``torch.cuda.is_available()`` outside a branch or flag (``print(...)``), for
+    TPU104 or a human; a file that defines its own ``cuda`` function or method or a ``Device``
+    class (its device handling is the user's own); the assignment of an attribute flag
+    (``args.cuda = ...``), whose branches still collapse, since other modules may read it.
+    """
+
     CODE = "TPU101"
-    NAME = "tpu101_device_placement"
-    SUMMARY = "scaffold"
-    SAFETY = Safety.SAFE
-    TRIGGERS = ("\x00never",)
+    NAME = "device-placement"
+    SUMMARY = "Choose and use the XLA device instead of CUDA/accelerator/CPU device selection"
+    SAFETY = Safety.SEMANTIC
+    TRIGGERS = ("cuda", "accelerator")
+
+    VALID = [
+        Valid(
+            "import torch\n\n\n"
+            "class Device:\n"
+            "    def __init__(self, name):\n"
+            "        self.name = name\n\n"
+            "    def cuda(self):\n"
+            "        return Device('cuda')\n\n\n"
+            "dev = Device('cpu').cuda()\n"
+            "x = torch.ones(2).to(dev.name)\n",
+            why="a user's Device class with a cuda() method is not torch",
+        ),
+        Valid(
+            "import torch\n\n"
+            'print("using cuda")\n'
+            'logger.info("moving the model to cuda")\n'
+            'stats = {"backend": "cuda", "count": 2}\n'
+            'def describe():\n    """Runs on cuda when available."""\n    return "cuda"\n',
+            why='the string "cuda" in messages, unrelated dict values and docstrings',
+        ),
+        Valid(
+            "import torch\nimport torch_xla\n\n"
+            "device = torch_xla.device()\n"
+            "model = Net().to(device)\n"
+            "x = torch.zeros(3, device=device)\n",
+            why="already migrated",
+        ),
+        Valid(
+            "import numpy as np\n\nx = gpu_array.cuda()\ny = x.to('cuda')\n",
+            why="no torch in the file: .cuda() belongs to some other library",
+        ),
+        Valid(
+            "import torch\n\n"
+            "print(torch.cuda.is_available())\n"
+            "ok = torch.cuda.device_count() > 0\n"
+            "if args.cuda:\n    print('asked for --cuda')\n",
+            why="availability outside a branch or flag, and a plain --cuda option, stay",
+        ),
+        Valid(
+            "import torch\n\n\n"
+            "def cuda(tensor):\n"
+            "    return tensor.cuda() if torch.cuda.is_available() else tensor\n\n\n"
+            "x = cuda(torch.ones(2))\n",
+            why="a user-defined cuda() helper: .cuda() calls in this file are left alone",
+        ),
+        Valid(
+            "import torch\n\n"
+            "if torch.backends.mps.is_available():\n"
+            '    device = torch.device("mps")\n'
+            "x = torch.ones(2).to(torch.float16)\n",
+            why="mps-only selection and dtype moves are not CUDA",
+        ),
+    ]
+
+    INVALID = [
+        Invalid(
+            "import torch\n\n"
+            'a = torch.device("cuda")\n'
+            "b = torch.device('cuda:0')\n"
+            'c = torch.device(f"cuda:{rank}")\n'
+            'd = torch.device("cuda", args.local_rank)\n'
+            "e = torch.device('cuda:{}'.format(args.gpu))\n"
+            'f = torch.device("cpu")\n',
+            "import torch\nimport torch_xla\n\n"
+            "a = torch_xla.device()\n"
+            "b = torch_xla.device()\n"
+            "c = torch_xla.device()\n"
+            "d = torch_xla.device()\n"
+            "e = torch_xla.device()\n"
+            'f = torch.device("cpu")\n',
+            why="every CUDA torch.device spelling; the CPU device stays",
+        ),
+        Invalid(
+            "import torch\n\n"
+            "use_cuda = not args.no_cuda and torch.cuda.is_available()\n"
+            'device = torch.device("cuda" if use_cuda else "cpu")\n'
+            "kwargs = {'num_workers': 1, 'pin_memory': True} if use_cuda else {}\n",
+            "import torch\nimport torch_xla\n\n"
+            "device = torch_xla.device()\n"
+            "kwargs = {'num_workers': 1, 'pin_memory': True}\n",
+            why="old mnist: the flag goes once every use collapsed",
+        ),
+        Invalid(
+            "import argparse\nimport torch\n\n\n"
+            "def main():\n"
+            "    parser = argparse.ArgumentParser()\n"
+            "    parser.add_argument('--no-accel', action='store_true')\n"
+            "    args = parser.parse_args()\n\n"
+            "    use_accel = not args.no_accel and torch.accelerator.is_available()\n\n"
+            "    torch.manual_seed(args.seed)\n\n"
+            "    if use_accel:\n"
+            "        device = torch.accelerator.current_accelerator()\n"
+            "    else:\n"
+            '        device = torch.device("cpu")\n\n'
+            "    train_kwargs = {'batch_size': args.batch_size}\n"
+            "    if use_accel:\n"
+            "        # loader settings for the accelerator\n"
+            "        accel_kwargs = {'num_workers': 1,\n"
+            "                        'pin_memory': True,\n"
+            "                        'shuffle': True}\n"
+            "        train_kwargs.update(accel_kwargs)\n"
+            "    model = Net().to(device)\n",
+            "import argparse\nimport torch\nimport torch_xla\n\n\n"
+            "def main():\n"
+            "    parser = argparse.ArgumentParser()\n"
+            "    parser.add_argument('--no-accel', action='store_true')\n"
+            "    args = parser.parse_args()\n\n"
+            "    torch.manual_seed(args.seed)\n\n"
+            "    device = torch_xla.device()\n\n"
+            "    train_kwargs = {'batch_size': args.batch_size}\n"
+            "    # loader settings for the accelerator\n"
+            "    accel_kwargs = {'num_workers': 1,\n"
+            "                    'pin_memory': True,\n"
+            "                    'shuffle': True}\n"
+            "    train_kwargs.update(accel_kwargs)\n"
+            "    model = Net().to(device)\n",
+            why="pytorch/examples mnist (HEAD): use_accel ladder; --no-accel option stays",
+        ),
+        Invalid(
+            "import torch\n\n"
+            "# pick the device\n"
+            "if torch.cuda.is_available():\n"
+            '    device = torch.device("cuda")\n'
+            "elif torch.backends.mps.is_available():\n"
+            '    device = torch.device("mps")\n'
+            "else:\n"
+            '    device = torch.device("cpu")\n'
+            "model = Net().to(device)\n",
+            "import torch\nimport torch_xla\n\n"
+            "# pick the device\n"
+            "device = torch_xla.device()\n"
+            "model = Net().to(device)\n",
+            why="ladder with mps: the arms after the taken cuda arm disappear",
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "def main(args):\n"
+            "    use_cuda = not args.no_cuda and torch.cuda.is_available()\n"
+            "    use_mps = not args.no_mps and torch.backends.mps.is_available()\n"
+            "    if use_cuda:\n"
+            '        device = torch.device("cuda")\n'
+            "    elif use_mps:\n"
+            '        device = torch.device("mps")\n'
+            "    else:\n"
+            '        device = torch.device("cpu")\n'
+            "    train_kwargs = {'batch_size': args.batch_size}\n"
+            "    if use_cuda:  # only on the GPU\n"
+            "        cuda_kwargs = {'num_workers': 1, 'pin_memory': True}\n"
+            "        train_kwargs.update(cuda_kwargs)\n"
+            "        # end of GPU settings\n"
+            "    if use_cuda and args.distributed:\n"
+            "        setup(args)\n"
+            "    if not use_cuda:\n"
+            "        print('slow')\n"
+            "    return device\n",
+            "import torch\nimport torch_xla\n\n\n"
+            "def main(args):\n"
+            "    device = torch_xla.device()\n"
+            "    train_kwargs = {'batch_size': args.batch_size}\n"
+            "    # only on the GPU\n"
+            "    cuda_kwargs = {'num_workers': 1, 'pin_memory': True}\n"
+            "    train_kwargs.update(cuda_kwargs)\n"
+            "    # end of GPU settings\n"
+            "    if args.distributed:\n"
+            "        setup(args)\n"
+            "    return device\n",
+            why="mnist (2023): use_cuda/use_mps ladder, kwargs branch, `and`, `not`; both flags go",
+        ),
+        Invalid(
+            "import torch\n\n"
+            "args.cuda = not args.no_cuda and torch.cuda.is_available()\n"
+            "if args.cuda:\n"
+            "    torch.cuda.manual_seed(args.seed)\n"
+            "loader = DataLoader(ds, pin_memory=args.cuda)\n"
+            "if args.cuda: model.cuda()\n",
+            "import torch\nimport torch_xla\n\n"
+            "args.cuda = not args.no_cuda and torch.cuda.is_available()\n"
+            "torch.cuda.manual_seed(args.seed)\n"
+            "loader = DataLoader(ds, pin_memory=args.cuda)\n"
+            "model.to(torch_xla.device())\n",
+            why="attribute flag: branches collapse, the assignment stays (others may read it)",
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "def main_worker(gpu, args):\n"
+            "    model = build()\n"
+            "    model.cuda(args.gpu)\n"
+            "    if torch.cuda.is_available():\n"
+            "        if args.gpu:\n"
+            "            device = torch.device('cuda:{}'.format(args.gpu))\n"
+            "        else:\n"
+            '            device = torch.device("cuda")\n'
+            "    elif torch.backends.mps.is_available():\n"
+            '        device = torch.device("mps")\n'
+            "    else:\n"
+            '        device = torch.device("cpu")\n'
+            "    criterion = nn.CrossEntropyLoss().cuda(args.gpu)\n\n\n"
+            "def train(loader, model, device):\n"
+            "    for images, target in loader:\n"
+            "        images = images.cuda(args.gpu, non_blocking=True)\n"
+            "        target = target.to('cuda', non_blocking=True)\n",
+            "import torch\nimport torch_xla\n\n\n"
+            "def main_worker(gpu, args):\n"
+            "    model = build()\n"
+            "    model.to(torch_xla.device())\n"
+            "    device = torch_xla.device()\n"
+            "    criterion = nn.CrossEntropyLoss().to(device)\n\n\n"
+            "def train(loader, model, device):\n"
+            "    for images, target in loader:\n"
+            "        images = images.to(device)\n"
+            "        target = target.to(device)\n",
+            why="imagenet: .cuda(gpu, non_blocking=True); `device` used only once it is bound",
+        ),
+        Invalid(
+            "import torch\n\n"
+            "x = torch.zeros(3, device='cuda')\n"
+            'y = torch.randn(2, 2, device=f"cuda:{i}").to("cuda:0")\n'
+            'z = w.to(device="cuda", dtype=torch.float16)\n'
+            'v = w.to("cuda", torch.bfloat16, non_blocking=True)\n',
+            "import torch\nimport torch_xla\n\n"
+            "x = torch.zeros(3, device=torch_xla.device())\n"
+            "y = torch.randn(2, 2, device=torch_xla.device()).to(torch_xla.device())\n"
+            "z = w.to(device=torch_xla.device(), dtype=torch.float16)\n"
+            "v = w.to(torch_xla.device(), torch.bfloat16)\n",
+            why="device= keywords and .to() without a `device` variable in scope",
+        ),
+        Invalid(
+            "import torch\n\n"
+            "device = torch.device('cuda')\n"
+            "x = torch.zeros(3, device='cuda')\n"
+            "model = Net().cuda()\n"
+            "batch = batch.cuda(non_blocking=True)\n"
+            "ema = ema.cuda(device=0)\n",
+            "import torch\nimport torch_xla\n\n"
+            "device = torch_xla.device()\n"
+            "x = torch.zeros(3, device=device)\n"
+            "model = Net().to(device)\n"
+            "batch = batch.to(device)\n"
+            "ema = ema.to(device)\n",
+            why="with a `device` variable the moves use it",
+        ),
+        Invalid(
+            "import torch\n\n"
+            "# I/O\n"
+            "device = 'cuda'  # examples: 'cpu', 'cuda', 'cuda:0', 'cuda:1' etc., or try 'mps'\n"
+            "if ddp:\n"
+            "    device = f'cuda:{ddp_local_rank}'\n"
+            "device_type = 'cuda' if 'cuda' in device else 'cpu'\n"
+            "if device_type == 'cuda':\n"
+            "    x = x.pin_memory().to(device, non_blocking=True)\n",
+            "import torch\nimport torch_xla\n\n"
+            "# I/O\n"
+            "device = 'xla'  # examples: 'cpu', 'cuda', 'cuda:0', 'cuda:1' etc., or try 'mps'\n"
+            "if ddp:\n"
+            "    device = 'xla'\n"
+            "device_type = 'xla'\n"
+            "if device_type == 'xla':\n"
+            "    x = x.pin_memory().to(device, non_blocking=True)\n",
+            why="nanoGPT config: strings become 'xla' in the user's quote style",
+        ),
+        Invalid(
+            "import argparse\nimport torch\n\n"
+            "parser = argparse.ArgumentParser()\n"
+            'parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])\n'
+            "parser.add_argument('--train-device', type=str, default='cuda:0')\n"
+            "parser.add_argument('--cuda', action='store_true', help='use cuda')\n"
+            "args = parser.parse_args()\n"
+            'if args.device.startswith("cuda"):\n'
+            "    torch.backends.cudnn.benchmark = True\n",
+            "import argparse\nimport torch\nimport torch_xla\n\n"
+            "parser = argparse.ArgumentParser()\n"
+            'parser.add_argument("--device", default="xla", choices=["xla", "cpu"])\n'
+            "parser.add_argument('--train-device', type=str, default='xla')\n"
+            "parser.add_argument('--cuda', action='store_true', help='use cuda')\n"
+            "args = parser.parse_args()\n"
+            'if args.device.startswith("xla"):\n'
+            "    torch.backends.cudnn.benchmark = True\n",
+            why="argparse device options; a --cuda store_true flag stays",
+        ),
+        Invalid(
+            "from dataclasses import dataclass\n\nimport torch\n\n\n"
+            "@dataclass\n"
+            "class TrainConfig:\n"
+            '    device: str = "cuda"\n'
+            "    lr: float = 1e-3\n\n\n"
+            'config = {"device": "cuda:0", "backend": "cuda"}\n'
+            'config["device"] = "cuda"\n'
+            "run = Trainer(device='cuda', name='cuda')\n\n\n"
+            'def evaluate(model, eval_device="cuda"):\n'
+            '    if "cuda" in str(eval_device) or eval_device.type in ("cuda", "mps"):\n'
+            "        model.half()\n",
+            "from dataclasses import dataclass\n\nimport torch\nimport torch_xla\n\n\n"
+            "@dataclass\n"
+            "class TrainConfig:\n"
+            '    device: str = "xla"\n'
+            "    lr: float = 1e-3\n\n\n"
+            'config = {"device": "xla", "backend": "cuda"}\n'
+            'config["device"] = "xla"\n'
+            "run = Trainer(device='xla', name='cuda')\n\n\n"
+            'def evaluate(model, eval_device="xla"):\n'
+            '    if "xla" in str(eval_device) or eval_device.type in ("xla", "mps"):\n'
+            "        model.half()\n",
+            why="device strings in configuration; unrelated 'cuda' values stay",
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            'def resolve_device(name="auto"):\n'
+            '    if name == "auto":\n'
+            '        return "cuda" if torch.cuda.is_available() else "cpu"\n'
+            "    return name\n\n\n"
+            "def get_device():\n"
+            "    if torch.cuda.is_available():\n"
+            '        return torch.device("cuda")\n'
+            "    if torch.backends.mps.is_available():\n"
+            '        return torch.device("mps")\n'
+            '    return torch.device("cpu")\n',
+            "import torch\nimport torch_xla\n\n\n"
+            'def resolve_device(name="auto"):\n'
+            '    if name == "auto":\n'
+            "        return torch_xla.device()\n"
+            "    return name\n\n\n"
+            "def get_device():\n"
+            "    return torch_xla.device()\n",
+            why='"auto" resolution helpers; code after the taken return is unreachable',
+        ),
+        Invalid(
+            "import torch\n\n"
+            "device = torch.accelerator.current_accelerator().type"
+            ' if torch.accelerator.is_available() else "cpu"\n'
+            "kind = torch.accelerator.current_accelerator().type\n"
+            "dev = (\n"
+            "    torch.accelerator.current_accelerator()\n"
+            "    if torch.accelerator.is_available()\n"
+            '    else torch.device("cpu")\n'
+            ")\n",
+            "import torch\nimport torch_xla\n\n"
+            'device = "xla"\n'
+            'kind = "xla"\n'
+            "dev = torch_xla.device()\n",
+            why="torch.accelerator (PyTorch tutorials)",
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "class Trainer:\n"
+            "    def __init__(self, model):\n"
+            "        self.model = model.cuda()\n"
+            '        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "        self.buffer = torch.zeros(4, device='cuda')\n\n"
+            "    def step(self, batch):\n"
+            "        x = batch.cuda(non_blocking=True)\n"
+            "        return self.model(x)\n",
+            "import torch\nimport torch_xla\n\n\n"
+            "class Trainer:\n"
+            "    def __init__(self, model):\n"
+            "        self.model = model.to(torch_xla.device())\n"
+            "        self.device = torch_xla.device()\n"
+            "        self.buffer = torch.zeros(4, device=self.device)\n\n"
+            "    def step(self, batch):\n"
+            "        x = batch.to(self.device)\n"
+            "        return self.model(x)\n",
+            why="a method uses self.device once __init__ has set it",
+        ),
+        Invalid(
+            "import torch\n\n"
+            "if not torch.cuda.is_available() and not torch.backends.mps.is_available():\n"
+            "    print('using CPU, this will be slow')\n"
+            "elif args.distributed:\n"
+            "    setup_ddp(args)\n"
+            "elif args.gpu is not None and torch.cuda.is_available():\n"
+            "    model = model.cuda(args.gpu)\n"
+            "else:\n"
+            "    model = torch.nn.DataParallel(model)\n",
+            "import torch\nimport torch_xla\n\n"
+            "if args.distributed:\n"
+            "    setup_ddp(args)\n"
+            "elif args.gpu is not None:\n"
+            "    model = model.to(torch_xla.device())\n"
+            "else:\n"
+            "    model = torch.nn.DataParallel(model)\n",
+            why="imagenet-style chain: a dead first arm goes, a later arm keeps its residual test",
+        ),
+        Invalid(
+            "import torch\n\n"
+            "def setup(args):\n"
+            "    use_cuda = torch.cuda.is_available()\n"
+            "    print('cuda:', use_cuda)\n"
+            "    if use_cuda:\n"
+            "        torch.backends.cudnn.benchmark = True\n"
+            "    num_workers = 4 if use_cuda else 0\n"
+            "    return num_workers\n",
+            "import torch\n\n"
+            "def setup(args):\n"
+            "    use_cuda = torch.cuda.is_available()\n"
+            "    print('cuda:', use_cuda)\n"
+            "    torch.backends.cudnn.benchmark = True\n"
+            "    num_workers = 4\n"
+            "    return num_workers\n",
+            why="a flag still read elsewhere keeps its assignment",
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "def main():\n"
+            "    # Device configuration\n"
+            "    use_gpu = torch.cuda.is_available()\n\n"
+            "    if use_gpu:\n"
+            "        print('GPU run')\n"
+            "    else:\n"
+            "        # CPU fallback\n"
+            "        print('CPU run')\n"
+            "    return 0\n",
+            "import torch\n\n\n"
+            "def main():\n"
+            "    # Device configuration\n\n"
+            "    print('GPU run')\n"
+            "    return 0\n",
+            why="comments above a removed flag stay; the dropped else takes its own comments",
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "def to_device(batch):\n"
+            "    return [t.cuda() for t in batch]\n\n\n"
+            'device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")\n'
+            'if device.type == "cuda":\n'
+            "    torch.backends.cudnn.benchmark = True\n",
+            "import torch\nimport torch_xla\n\n\n"
+            "def to_device(batch):\n"
+            "    return [t.to(device) for t in batch]\n\n\n"
+            "device = torch_xla.device()\n"
+            'if device.type == "xla":\n'
+            "    torch.backends.cudnn.benchmark = True\n",
+            why="module-level device seen from a function; device comparison takes the XLA path",
+        ),
+    ]
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._active = False  # the file imports torch and has no cuda API of its own
+        self._flag_uses: set[int] = set()  # ids of Names that read an accelerator flag
+        self._flag_attributes: set[str] = set()  # dotted attribute flags, e.g. "args.cuda"
+        self._removable_flags: set[int] = set()  # ids of statement lines that can go
+        self._edits: dict[int, BlockEdit] = {}
+        self._self_device_lines: dict[int, Optional[int]] = {}
+
+    # ----------------------------------------------------------------- analysis
+    def visit_Module(self, node: cst.Module) -> bool:
+        if not self.imports_module("torch"):
+            return False
+        collector = _Collector()
+        node.visit(collector)
+        self._active = not collector.defines_cuda_api
+        if not self._active:
+            return False
+        self._find_flags(collector.assignments, collector.stored_attributes)
+        trace = Trace()
+        for head in collector.ifs:
+            if not self._is_elif(head):
+                self._trace_if_chain(head, trace)
+        for ifexp in collector.ifexps:
+            self._trace_ifexp(ifexp, trace)
+        self._removable_flags = self._flags_without_uses(collector.assignments, trace)
+        return True
+
+    def _find_flags(self, assignments, stored_attributes) -> None:
+        """Flags are names or attributes assigned a boolean made of availability tests."""
+        accelerator_assignments = set()
+        for line, target, value in assignments:
+            kind = self._availability_kind(value)
+            if kind != "accelerator":
+                continue
+            if isinstance(target, cst.Name):
+                accelerator_assignments.update(self._scope_assignments(target))
+            elif stored_attributes.get(_dotted(target), 0) == 1:
+                self._flag_attributes.add(_dotted(target))
+        for assignment in accelerator_assignments:
+            for access in assignment.references:
+                if set(access.referents) <= accelerator_assignments:
+                    self._flag_uses.add(id(access.node))
+
+    def _availability_kind(self, value: cst.BaseExpression) -> Optional[str]:
+        """The kind of flag ``value`` makes: "accelerator" or "fallback" when it is made of
+        availability tests joined by and/or (never negated) and calls nothing else; else None."""
+        if not _only_calls(value, lambda call: self.is_name(call.func, *AVAILABILITY_TESTS)):
+            return None
+        kinds = set()
+        stack = [value]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.BooleanOperation):
+                stack += [node.left, node.right]
+            elif isinstance(node, cst.Call) and self.is_name(node.func, *ACCELERATOR_TESTS):
+                kinds.add("accelerator")
+            elif isinstance(node, cst.Call) and self.is_name(node.func, *FALLBACK_TESTS):
+                kinds.add("fallback")
+        if "accelerator" in kinds:
+            return "accelerator"
+        return "fallback" if kinds else None
+
+    def _scope_assignments(self, target: cst.Name) -> list:
+        try:
+            scope = self.get_metadata(ScopeProvider, target)
+        except KeyError:
+            return []
+        if scope is None:
+            return []
+        return [a for a in scope.assignments[target.value] if getattr(a, "node", None) is target]
+
+    def _flags_without_uses(self, assignments, trace: Trace) -> set[int]:
+        """Statement lines assigning a name flag none of whose reads survive the collapse."""
+        gone = {id(node) for node in trace.folded}
+        for root in trace.dropped:
+            gone.update(id(node) for node in _walk(root))
+        removable = set()
+        for line, target, value in assignments:
+            if not isinstance(target, cst.Name) or self._availability_kind(value) is None:
+                continue
+            scope_assignments = self._scope_assignments(target)
+            reads = [access.node for a in scope_assignments for access in a.references]
+            if scope_assignments and all(id(read) in gone for read in reads):
+                removable.add(id(line))
+        return removable
+
+    def _trace_if_chain(self, head: cst.If, trace: Trace) -> None:
+        decision = self._decide_chain(head, head, trace)
+        if decision is None or decision.kept or decision.taken is None:
+            return
+        arms, else_ = _chain(head)
+        taken = else_ if decision.taken == ELSE else arms[decision.taken]
+        if _ends_terminal(taken.body):
+            for sibling in self._following_siblings(head):
+                trace.dropped.append(sibling)
+
+    def _trace_ifexp(self, node: cst.IfExp, trace: Trace) -> None:
+        if self._device_choice(node) is not None:
+            trace.dropped.append(node)
+            return
+        verdict = self._ifexp_verdict(node, node, trace)
+        if verdict is True:
+            trace.dropped.append(node.orelse)
+        elif verdict is False:
+            trace.dropped.append(node.body)
+
+    def _following_siblings(self, statement: cst.CSTNode) -> list:
+        try:
+            block = self.get_metadata(ParentNodeProvider, statement)
+        except KeyError:
+            return []
+        body = list(getattr(block, "body", ()))
+        for index, sibling in enumerate(body):
+            if sibling is statement:
+                return body[index + 1 :]
+        return []
+
+    def _is_elif(self, node: cst.If) -> bool:
+        try:
+            parent = self.get_metadata(ParentNodeProvider, node)
+        except KeyError:
+            return False
+        return isinstance(parent, cst.If) and parent.orelse is node
+
+    # ----------------------------------------------------------------- accelerator tests
+    def _is_accelerator_test(self, node: cst.BaseExpression) -> bool:
+        if isinstance(node, cst.Call):
+            return self.is_name(node.func, *ACCELERATOR_TESTS)
+        if isinstance(node, cst.Name):
+            return id(node) in self._flag_uses
+        if isinstance(node, cst.Attribute):
+            return _dotted(node) in self._flag_attributes
+        return False
+
+    def _evaluate(self, original, updated, trace: Trace) -> Verdict:
+        """Fold the accelerator tests in ``original`` to True; the residual is built from
+        ``updated`` (the same shape, with the children's rewrites)."""
+        if self._is_accelerator_test(original):
+            trace.folded.append(original)
+            return True
+        if (
+            isinstance(original, cst.UnaryOperation)
+            and isinstance(original.operator, cst.Not)
+            and isinstance(updated, cst.UnaryOperation)
+        ):
+            inner = self._evaluate(original.expression, updated.expression, trace)
+            if inner is None or isinstance(inner, bool):
+                return None if inner is None else not inner
+            return updated.with_changes(expression=_keep_parentheses(inner, updated.expression))
+        if isinstance(original, cst.BooleanOperation) and isinstance(updated, cst.BooleanOperation):
+            return self._evaluate_boolean(original, updated, trace)
+        return None
+
+    def _evaluate_boolean(self, original, updated, trace: Trace) -> Verdict:
+        left = self._evaluate(original.left, updated.left, trace)
+        right = self._evaluate(original.right, updated.right, trace)
+        if left is None and right is None:
+            return None
+        absorbing = isinstance(original.operator, cst.Or)  # True decides `or`, False `and`
+        if left is absorbing or right is absorbing:
+            trace.dropped.append(original.right if left is absorbing else original.left)
+            return absorbing
+        sides = [
+            updated.left if left is None else left,
+            updated.right if right is None else right,
+        ]
+        remaining = [side for side in sides if not isinstance(side, bool)]
+        if not remaining:
+            return not absorbing
+        if len(remaining) == 1:
+            return _keep_parentheses(remaining[0], updated)
+        return updated.with_changes(left=remaining[0], right=remaining[1])
+
+    def _decide_chain(self, original: cst.If, updated: cst.If, trace: Trace):
+        original_arms, original_else = _chain(original)
+        updated_arms, _ = _chain(updated)
+        kept, taken, changed = [], None, False
+        for index, (arm, new_arm) in enumerate(zip(original_arms, updated_arms)):
+            verdict = self._evaluate(arm.test, new_arm.test, trace)
+            if verdict is None:
+                kept.append((index, new_arm.test))
+                continue
+            changed = True
+            if verdict is False:
+                trace.dropped += [arm.test, arm.body]
+            elif verdict is True:
+                taken = index
+                trace.dropped += [later for later in original_arms[index + 1 :]]
+                if original_else is not None:
+                    trace.dropped.append(original_else)
+                break
+            else:
+                kept.append((index, verdict))
+        else:
+            taken = ELSE if original_else is not None else None
+        if not changed:
+            return None
+        return ChainDecision(kept, taken, changed)
+
+    # ----------------------------------------------------------------- devices
+    def _cuda_device(self, node: cst.CSTNode) -> bool:
+        """``node`` names the CUDA device: a "cuda" string, torch.device of one,
+        current_accelerator(), or a cuda-vs-cpu choice."""
+        if _cuda_literal(node) is not None:
+            return True
+        if isinstance(node, cst.Call):
+            if self.is_name(node.func, CURRENT_ACCELERATOR):
+                return True
+            if self.is_name(node.func, TORCH_DEVICE):
+                kind = _argument(node, 0, "type")
+                return kind is not None and self._cuda_device(kind.value)
+        if isinstance(node, cst.IfExp):
+            return self._device_choice(node) is not None
+        return False
+
+    def _fallback_device(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.SimpleString):
+            return FALLBACK_DEVICE.fullmatch(_string_value(node) or "") is not None
+        if isinstance(node, cst.Call) and self.is_name(node.func, TORCH_DEVICE):
+            kind = _argument(node, 0, "type")
+            return kind is not None and self._fallback_device(kind.value)
+        if isinstance(node, cst.IfExp):
+            return self._fallback_device(node.body) and self._fallback_device(node.orelse)
+        return False
+
+    def _device_choice(self, node: cst.IfExp) -> Optional[cst.BaseExpression]:
+        """The CUDA arm of ``"cuda" if <anything> else "cpu"`` (either order, any spelling)."""
+        if self._cuda_device(node.body) and self._fallback_device(node.orelse):
+            return node.body
+        if self._cuda_device(node.orelse) and self._fallback_device(node.body):
+            return node.orelse
+        return None
+
+    def _device_for(self, node: cst.CSTNode) -> cst.BaseExpression:
+        """How code at ``node`` names the XLA device: ``device`` once bound there,
+        ``self.device`` in a method of a class whose ``__init__`` set it, else
+        ``torch_xla.device()``."""
+        if self._device_bound_before(node):
+            return self.device_expression(node)
+        if self._self_device_visible(node):
+            return cst.parse_expression("self.device")
+        return self._xla_device()
+
+    def _xla_device(self) -> cst.Call:
+        self.require_import(TORCH_XLA)
+        return cst.Call(func=cst.parse_expression("torch_xla.device"))
+
+    def _xla_string(self, literal: Optional[cst.BaseString]) -> cst.SimpleString:
+        """The string "xla" in the quote style of ``literal`` (double quotes without one)."""
+        self.require_import(TORCH_XLA)
+        quote = getattr(literal, "quote", '"')[0]
+        return cst.SimpleString(f"{quote}xla{quote}")
+
+    def _device_bound_before(self, node: cst.CSTNode) -> bool:
+        """``device`` (base class policy) only when it is bound before ``node`` runs: a
+        parameter, an enclosing scope's name, or an earlier assignment in the same scope."""
+        try:
+            scope = self.get_metadata(ScopeProvider, node)
+        except KeyError:
+            return False
+        if scope is None or "device" not in scope:
+            return False
+        line = self.position(node)
+        for assignment in scope["device"]:
+            if getattr(assignment, "scope", scope) is not scope:
+                return True
+            binding = getattr(assignment, "node", None)
+            if binding is not None and self.position(binding) < line:
+                return True
+        return False
+
+    def _self_device_visible(self, node: cst.CSTNode) -> bool:
+        function, klass = self._enclosing_method(node)
+        if function is None or klass is None:
+            return False
+        if id(klass) not in self._self_device_lines:
+            self._self_device_lines[id(klass)] = self._init_sets_self_device(klass)
+        line = self._self_device_lines[id(klass)]
+        if line is None:
+            return False
+        return function.name.value != "__init__" or line < self.position(node)[0]
+
+    def _enclosing_method(self, node: cst.CSTNode):
+        current, function = node, None
+        while current is not None:
+            try:
+                current = self.get_metadata(ParentNodeProvider, current)
+            except KeyError:
+                return None, None
+            if isinstance(current, cst.FunctionDef) and function is None:
+                params = current.params.params
+                if not params or params[0].name.value != "self":
+                    return None, None
+                function = current
+            elif isinstance(current, cst.ClassDef):
+                return function, current
+        return None, None
+
+    def _init_sets_self_device(self, klass: cst.ClassDef) -> Optional[int]:
+        """Line of the first ``self.device = ...`` in ``klass.__init__``, if any."""
+        for statement in klass.body.body:
+            if isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__":
+                for node in _walk(statement.body):
+                    if isinstance(node, cst.AssignTarget) and _dotted(node.target) == (
+                        "self.device"
+                    ):
+                        return self.position(node)[0]
+        return None
+
+    def _torch_callee(self, func: cst.BaseExpression) -> bool:
+        if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_DEVICE_METHODS:
+            return True
+        return any(
+            name == "torch" or name.startswith("torch.") for name in self.qualified_names(func)
+        )
+
+    # ----------------------------------------------------------------- calls
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if not self._active:
+            return updated_node
+        if self.is_name(original_node.func, CURRENT_ACCELERATOR) or (
+            self.is_name(original_node.func, TORCH_DEVICE) and self._cuda_device(original_node)
+        ):
+            self.record_rewrite()
+            return self._xla_device().with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
+        for rewrite in (
+            self._cuda_method,
+            self._move_to_cuda,
+            self._device_option,
+            self._device_startswith,
+            self._device_keywords,
+        ):
+            result = rewrite(original_node, updated_node)
+            if result is not updated_node:
+                return result
+        return updated_node
+
+    def _cuda_method(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """``x.cuda(gpu, non_blocking=True)`` -> ``x.to(device)``."""
+        func = original.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
+            return updated
+        if any(name.startswith("torch") for name in self.qualified_names(func.value)):
+            return updated  # torch.cuda itself, torch.Tensor.cuda(...), not a tensor method
+        kept = [
+            arg
+            for index, arg in enumerate(updated.args)
+            if not (
+                (index == 0 and arg.keyword is None and not arg.star)
+                or (arg.keyword is not None and arg.keyword.value in CUDA_MOVE_KEYWORDS)
+            )
+        ]
+        device = cst.Arg(self._device_for(original))
+        self.record_rewrite()
+        return _with_args(
+            updated.with_changes(func=updated.func.with_changes(attr=cst.Name("to"))),
+            [device, *kept],
+        )
+
+    def _move_to_cuda(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """``x.to("cuda", non_blocking=True)`` -> ``x.to(device)``; other arguments stay."""
+        func = original.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "to"):
+            return updated
+        target = _argument(original, 0, "device")
+        if target is None or not self._cuda_device(target.value):
+            return updated
+        args = []
+        for old, new in zip(original.args, updated.args):
+            if old is target:
+                args.append(new.with_changes(value=self._device_for(original)))
+            elif not (old.keyword is not None and old.keyword.value in DROPPED_MOVE_KEYWORDS):
+                args.append(new)
+        self.record_rewrite()
+        return _with_args(updated, args)
+
+    def _device_option(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """argparse ``--device`` options: a CUDA default and CUDA choices become "xla"."""
+        func = original.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "add_argument"):
+            return updated
+        names = [_string_value(arg.value) or "" for arg in original.args if arg.keyword is None]
+        names += [
+            _string_value(arg.value) or "" for arg in original.args if _keyword(arg) == "dest"
+        ]
+        if not any(_is_config_name(name) for name in names):
+            return updated
+        args, changed = [], False
+        for old, new in zip(original.args, updated.args):
+            literal = _cuda_literal(old.value)
+            if _keyword(old) == "default" and literal is not None:
+                new, changed = new.with_changes(value=self._xla_string(literal)), True
+            elif _keyword(old) == "choices" and isinstance(
+                old.value, (cst.List, cst.Tuple, cst.Set)
+            ):
+                choices = self._xla_choices(new.value)
+                changed = changed or choices is not new.value
+                new = new.with_changes(value=choices)
+            args.append(new)
+        if not changed:
+            return updated
+        self.record_rewrite()
+        return updated.with_changes(args=args)
+
+    def _xla_choices(self, collection):
+        """CUDA strings in a choices list become one "xla" entry."""
+        elements, seen_xla, changed = [], False, False
+        for element in collection.elements:
+            value = element.value
+            if _cuda_literal(value) is not None and isinstance(value, cst.SimpleString):
+                if seen_xla or any(_string_value(e.value) == "xla" for e in collection.elements):
+                    changed = True
+                    continue
+                element, changed = element.with_changes(value=self._xla_string(value)), True
+            seen_xla = seen_xla or _string_value(element.value) == "xla"
+            elements.append(element)
+        if not changed:
+            return collection
+        if elements:
+            elements[-1] = elements[-1].with_changes(comma=collection.elements[-1].comma)
+        return collection.with_changes(elements=elements)
+
+    def _device_startswith(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """``args.device.startswith("cuda")`` -> ``...startswith("xla")``."""
+        func = original.func
+        if not (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "startswith"
+            and _mentions_device(func.value)
+            and len(original.args) == 1
+            and isinstance(original.args[0].value, cst.SimpleString)
+            and _string_value(original.args[0].value) == "cuda"
+        ):
+            return updated
+        self.record_rewrite()
+        xla = self._xla_string(original.args[0].value)
+        return updated.with_changes(args=[updated.args[0].with_changes(value=xla)])
+
+    def _device_keywords(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """``device="cuda"``: a device for torch callees, the string "xla" for the user's own."""
+        torch_callee = self._torch_callee(original.func)
+        args, changed = [], False
+        for old, new in zip(original.args, updated.args):
+            keyword = _keyword(old)
+            if keyword == "device" and torch_callee and self._cuda_device(old.value):
+                new = new.with_changes(value=self._device_for(original))
+                changed = True
+            elif (
+                not torch_callee
+                and keyword is not None
+                and _is_config_name(keyword)
+                and _cuda_literal(old.value) is not None
+            ):
+                new = new.with_changes(value=self._xla_string(_cuda_literal(old.value)))
+                changed = True
+            args.append(new)
+        if not changed:
+            return updated
+        self.record_rewrite()
+        return updated.with_changes(args=args)
+
+    def leave_Attribute(
+        self, original_node: cst.Attribute, updated_node: cst.Attribute
+    ) -> cst.BaseExpression:
+        """``torch.accelerator.current_accelerator().type`` -> ``"xla"``."""
+        value = original_node.value
+        if (
+            self._active
+            and original_node.attr.value == "type"
+            and isinstance(value, cst.Call)
+            and self.is_name(value.func, CURRENT_ACCELERATOR)
+        ):
+            self.record_rewrite()
+            self.require_import(TORCH_XLA)
+            return cst.SimpleString('"xla"')
+        return updated_node
+
+    # ----------------------------------------------------------------- choices and branches
+    def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp) -> cst.BaseExpression:
+        if not self._active:
+            return updated_node
+        cuda_arm = self._device_choice(original_node)
+        if cuda_arm is not None:
+            self.record_rewrite()
+            if self._wants_device_string(original_node):
+                return self._xla_string(_cuda_literal(cuda_arm))
+            return self._xla_device()
+        verdict = self._ifexp_verdict(original_node, updated_node, Trace())
+        if verdict is None:
+            return updated_node
+        self.record_rewrite()
+        if not isinstance(verdict, bool):
+            return updated_node.with_changes(test=verdict)
+        chosen, original_chosen = (
+            (updated_node.body, original_node.body)
+            if verdict
+            else (updated_node.orelse, original_node.orelse)
+        )
+        if self._cuda_device(original_chosen):
+            return self._xla_device()
+        return _keep_parentheses(chosen, updated_node)
+
+    def _ifexp_verdict(self, original: cst.IfExp, updated: cst.IfExp, trace: Trace) -> Verdict:
+        """The test's verdict, unless the arm it picks is CUDA-only API
+        (``torch.cuda.FloatTensor if use_cuda else torch.FloatTensor``): a human picks then."""
+        scratch = Trace()
+        verdict = self._evaluate(original.test, updated.test, scratch)
+        if isinstance(verdict, bool):
+            chosen = original.body if verdict else original.orelse
+            if any(
+                name.startswith("torch.cuda.")
+                for node in _walk(chosen)
+                for name in self.qualified_names(node)
+            ):
+                return None
+        trace.folded += scratch.folded
+        trace.dropped += scratch.dropped
+        return verdict
+
+    def _wants_device_string(self, node: cst.IfExp) -> bool:
+        """A device choice assigned to a ``*type*`` name or given as a ``default=`` is
+        configuration: it becomes "xla", not a device object."""
+        try:
+            parent = self.get_metadata(ParentNodeProvider, node)
+        except KeyError:
+            return False
+        if isinstance(parent, cst.Arg):
+            return _keyword(parent) == "default" or "type" in (_keyword(parent) or "")
+        if isinstance(parent, cst.Assign):
+            return any("type" in (_target_name(t.target) or "") for t in parent.targets)
+        if isinstance(parent, cst.AnnAssign):
+            return "type" in (_target_name(parent.target) or "")
+        return False
+
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
+        if not self._active or self._is_elif(original_node):
+            return updated_node
+        decision = self._decide_chain(original_node, updated_node, Trace())
+        if decision is None:
+            return self._merge_identical_arms(original_node, updated_node)
+        self.record_rewrite()
+        arms, else_ = _chain(updated_node)
+        if decision.kept:
+            return self._rebuild_chain(updated_node, arms, else_, decision)
+        leading = list(updated_node.leading_lines)
+        if decision.taken is None:
+            self._edits[id(updated_node)] = BlockEdit([], leading)
+            return updated_node
+        taken = else_ if decision.taken == ELSE else arms[decision.taken]
+        if taken is not updated_node:
+            leading += taken.leading_lines
+        self._edits[id(updated_node)] = _inline_block(taken.body, leading)
+        return updated_node
+
+    def _rebuild_chain(self, head: cst.If, arms, else_, decision: ChainDecision) -> cst.If:
+        if decision.taken == ELSE:
+            tail = else_
+        elif decision.taken is not None:
+            taken = arms[decision.taken]
+            tail = cst.Else(body=taken.body, leading_lines=taken.leading_lines)
+        else:
+            tail = None
+        for index, test in reversed(decision.kept[1:]):
+            tail = arms[index].with_changes(test=test, orelse=tail)
+        first_index, first_test = decision.kept[0]
+        first = arms[first_index].with_changes(test=first_test, orelse=tail)
+        if first_index:
+            first = first.with_changes(leading_lines=[*head.leading_lines, *first.leading_lines])
+        return first
+
+    def _merge_identical_arms(self, original: cst.If, updated: cst.If) -> cst.If:
+        """``if args.gpu: device = <cuda:gpu> else: device = <cuda>`` became two identical
+        arms: keep one. Only when this rule made them identical and the tests are plain."""
+        arms, else_ = _chain(updated)
+        original_arms, original_else = _chain(original)
+        if else_ is None or not isinstance(else_, cst.Else):
+            return updated
+        bodies = [arm.body for arm in arms] + [else_.body]
+        original_bodies = [arm.body for arm in original_arms] + [original_else.body]
+        if not all(body.deep_equals(bodies[0]) for body in bodies[1:]):
+            return updated
+        if all(body.deep_equals(original_bodies[0]) for body in original_bodies[1:]):
+            return updated
+        if not all(_only_calls(arm.test, lambda call: False) for arm in original_arms):
+            return updated
+        if any(id(node) in self._flag_uses for arm in original_arms for node in _walk(arm.test)):
+            return updated
+        self.record_rewrite()
+        self._edits[id(updated)] = _inline_block(bodies[0], list(updated.leading_lines))
+        return updated
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine:
+        if id(original_node) in self._removable_flags:
+            self.record_rewrite()
+            self._edits[id(updated_node)] = BlockEdit([], list(updated_node.leading_lines))
+        return updated_node
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        body, footer = self._apply_edits(updated_node.body, updated_node.footer)
+        if body is None:
+            return updated_node
+        return updated_node.with_changes(body=body, footer=footer)
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        body, footer = self._apply_edits(updated_node.body, updated_node.footer)
+        if body is None:
+            return updated_node
+        return updated_node.with_changes(body=body, footer=footer)
+
+    def _apply_edits(self, body, footer):
+        """Splice the planned statement edits into a block, moving comment lines along."""
+        if not any(id(statement) in self._edits for statement in body):
+            return None, footer
+        new_body, pending, unreachable = [], [], False
+        for statement in body:
+            edit = self._edits.pop(id(statement), None) or BlockEdit([statement])
+            if unreachable:
+                continue
+            lines = _join_lines(pending, edit.leading)
+            if edit.statements:
+                first, *rest = edit.statements
+                new_body += [
+                    first.with_changes(leading_lines=_join_lines(lines, first.leading_lines)),
+                    *rest,
+                ]
+                pending = list(edit.trailing)
+            else:
+                pending = _join_lines(lines, edit.trailing)
+            unreachable = edit.terminal
+        return new_body, _join_lines(pending, footer)
+
+    # ----------------------------------------------------------------- device strings
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        names = [_target_name(target.target) for target in original_node.targets]
+        return self._config_value(names, original_node.value, updated_node, "value")
+
+    def leave_AnnAssign(
+        self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign
+    ) -> cst.AnnAssign:
+        names = [_target_name(original_node.target)]
+        return self._config_value(names, original_node.value, updated_node, "value")
+
+    def leave_DictElement(
+        self, original_node: cst.DictElement, updated_node: cst.DictElement
+    ) -> cst.DictElement:
+        names = [_string_value(original_node.key)]
+        return self._config_value(names, original_node.value, updated_node, "value")
+
+    def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
+        names = [original_node.name.value]
+        return self._config_value(names, original_node.default, updated_node, "default")
+
+    def _config_value(self, names, value, updated_node, attribute: str):
+        """``device = "cuda"`` (any name containing "device") -> ``device = "xla"``."""
+        if not self._active or value is None:
+            return updated_node
+        literal = _cuda_literal(value)
+        if literal is None or not any(_is_config_name(name or "") for name in names):
+            return updated_node
+        self.record_rewrite()
+        return updated_node.with_changes(**{attribute: self._xla_string(literal)})
+
+    def leave_Comparison(
+        self, original_node: cst.Comparison, updated_node: cst.Comparison
+    ) -> cst.Comparison:
+        """``device == "cuda"``, ``"cuda" in device``, ``device.type in ("cuda", ...)`` compare
+        with "xla" so the accelerator path is taken."""
+        if not self._active:
+            return updated_node
+        operands = [original_node.left] + [t.comparator for t in original_node.comparisons]
+        new_operands = [updated_node.left] + [t.comparator for t in updated_node.comparisons]
+        changed = False
+        for index, target in enumerate(original_node.comparisons):
+            if not isinstance(target.operator, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)):
+                continue
+            for mine, other in ((index, index + 1), (index + 1, index)):
+                if not _mentions_device(operands[other]):
+                    continue
+                replaced = self._xla_compared(operands[mine], new_operands[mine])
+                if replaced is not None:
+                    new_operands[mine], changed = replaced, True
+        if not changed:
+            return updated_node
+        self.record_rewrite()
+        return updated_node.with_changes(
+            left=new_operands[0],
+            comparisons=[
+                target.with_changes(comparator=operand)
+                for target, operand in zip(updated_node.comparisons, new_operands[1:])
+            ],
+        )
+
+    def _xla_compared(self, original, updated):
+        """The string "cuda"/"cuda:0" -> "xla"/"xla:0"; in a tuple/list/set, each such one."""
+        if isinstance(original, cst.SimpleString):
+            value = _string_value(original)
+            if value is None or CUDA_DEVICE.fullmatch(value) is None:
+                return None
+            xla = self._xla_string(original)
+            return xla.with_changes(value=xla.value.replace("xla", "xla" + value[4:]))
+        if isinstance(original, (cst.Tuple, cst.List, cst.Set)):
+            elements, changed = [], False
+            for old, new in zip(original.elements, updated.elements):
+                replaced = self._xla_compared(old.value, new.value)
+                if replaced is not None:
+                    new, changed = new.with_changes(value=replaced), True
+                elements.append(new)
+            return updated.with_changes(elements=elements) if changed else None
+        return None
+
+
+class _Collector(cst.CSTVisitor):
+    """One pass over the original tree: what the rule's decisions depend on."""
+
+    def __init__(self) -> None:
+        self.ifs: list[cst.If] = []
+        self.ifexps: list[cst.IfExp] = []
+        self.assignments: list = []  # (statement line, target, value) of one-target assignments
+        self.stored_attributes: dict[str, int] = {}  # dotted attribute -> assignments to it
+        self.defines_cuda_api = False  # a `def cuda` or `class Device` of the user's own
+        self._lines: list[cst.SimpleStatementLine] = []
+
+    def visit_If(self, node: cst.If) -> None:
+        self.ifs.append(node)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self.ifexps.append(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.defines_cuda_api |= node.name.value == "cuda"
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.defines_cuda_api |= node.name.value == "Device"
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._lines.append(node)
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine) -> None:
+        self._lines.pop()
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._count_store(node.target)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1:
+            self._record(node.targets[0].target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._count_store(node.target)
+        if node.value is not None:
+            self._record(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._count_store(node.target)
+
+    def _count_store(self, target: cst.BaseExpression) -> None:
+        dotted = _dotted(target)
+        if isinstance(target, cst.Attribute) and dotted:
+            self.stored_attributes[dotted] = self.stored_attributes.get(dotted, 0) + 1
+
+    def _record(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        line = self._lines[-1] if self._lines else None
+        if line is not None and len(line.body) == 1 and _dotted(target):
+            self.assignments.append((line, target, value))
+
+
+# --------------------------------------------------------------------- small helpers
+def _walk(root: cst.CSTNode):
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.children)
+
+
+def _only_calls(expression: cst.CSTNode, allowed) -> bool:
+    """True when every call inside ``expression`` satisfies ``allowed`` (no side effects)."""
+    return all(allowed(node) for node in _walk(expression) if isinstance(node, cst.Call))
+
+
+def _dotted(node: cst.CSTNode) -> Optional[str]:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr.value}" if base else None
+    return None
+
+
+def _string_value(node: Optional[cst.CSTNode]) -> Optional[str]:
+    if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _cuda_literal(node: Optional[cst.CSTNode]) -> Optional[cst.BaseString]:
+    """The string literal of a CUDA device spelling ("cuda", "cuda:0", f"cuda:{i}",
+    "cuda:" + str(i), "cuda:{}".format(i), "cuda:%d" % i), for its quote style; else None."""
+    if isinstance(node, cst.SimpleString):
+        return node if CUDA_DEVICE.fullmatch(_string_value(node) or "") else None
+    if isinstance(node, cst.FormattedString) and node.parts:
+        first, rest = node.parts[0], node.parts[1:]
+        if not isinstance(first, cst.FormattedStringText):
+            return None
+        if (first.value == "cuda" and not rest) or (
+            first.value == "cuda:"
+            and rest
+            and all(isinstance(part, cst.FormattedStringExpression) for part in rest)
+        ):
+            return node
+        return None
+    if isinstance(node, cst.BinaryOperation):
+        left = _string_value(node.left) or ""
+        if isinstance(node.operator, cst.Add) and left == "cuda:":
+            return node.left
+        if isinstance(node.operator, cst.Modulo) and CUDA_TEMPLATE.fullmatch(left):
+            return node.left
+        return None
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "format"
+        and CUDA_TEMPLATE.fullmatch(_string_value(node.func.value) or "")
+    ):
+        return node.func.value
+    return None
+
+
+def _is_config_name(name: str) -> bool:
+    lowered = name.lower()
+    return CONFIG_WORD in lowered and not any(word in lowered for word in NOT_CONFIG_WORDS)
+
+
+def _mentions_device(node: cst.CSTNode) -> bool:
+    """A device-ish expression: ``device``, ``args.device``, ``str(device)``, ``x.device.type``."""
+    if not isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+        return False
+    return _is_config_name(cst.Module([]).code_for_node(node))
+
+
+def _target_name(target: cst.CSTNode) -> Optional[str]:
+    if isinstance(target, cst.Name):
+        return target.value
+    if isinstance(target, cst.Attribute):
+        return target.attr.value
+    if isinstance(target, cst.Subscript) and len(target.slice) == 1:
+        index = target.slice[0].slice
+        if isinstance(index, cst.Index):
+            return _string_value(index.value)
+    return None
+
+
+def _keyword(arg: cst.Arg) -> Optional[str]:
+    return arg.keyword.value if arg.keyword is not None else None
+
+
+def _argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.Arg]:
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    for arg in call.args:
+        if _keyword(arg) == keyword:
+            return arg
+    return positional[position] if len(positional) > position else None
+
+
+def _with_args(call: cst.Call, args: list) -> cst.Call:
+    """``call`` with ``args``: commas between them, the original trailing comma kept."""
+    trailing = call.args[-1].comma if call.args else cst.MaybeSentinel.DEFAULT
+    args = list(args)
+    for index, arg in enumerate(args[:-1]):
+        if arg.comma is cst.MaybeSentinel.DEFAULT:
+            args[index] = arg.with_changes(
+                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            )
+    if args:
+        args[-1] = args[-1].with_changes(comma=trailing)
+    return call.with_changes(args=args)
+
+
+def _keep_parentheses(result: cst.BaseExpression, replaced: cst.BaseExpression):
+    """``result`` stands where ``replaced`` stood: it inherits the parentheses it may need."""
+    if replaced.lpar and not result.lpar and not isinstance(result, ATOMS):
+        return result.with_changes(lpar=replaced.lpar, rpar=replaced.rpar)
+    return result
+
+
+def _chain(head: cst.If):
+    """The arms of an if/elif chain and its ``else`` (or None)."""
+    arms, node = [head], head.orelse
+    while isinstance(node, cst.If):
+        arms.append(node)
+        node = node.orelse
+    return arms, node
+
+
+def _ends_terminal(block: cst.BaseSuite) -> bool:
+    last = block.body[-1] if block.body else None
+    if isinstance(block, cst.IndentedBlock):
+        if not isinstance(last, cst.SimpleStatementLine):
+            return False
+        last = last.body[-1]
+    return isinstance(last, TERMINAL_STATEMENTS)
+
+
+def _inline_block(block: cst.BaseSuite, leading: list) -> BlockEdit:
+    """The statements of ``block`` at the level of the statement it belonged to; its header
+    comment goes above them and its footer comments below them."""
+    if isinstance(block, cst.SimpleStatementSuite):
+        line = cst.SimpleStatementLine(
+            body=block.body, trailing_whitespace=block.trailing_whitespace
+        )
+        return BlockEdit([line], leading, (), _ends_terminal(block))
+    header = block.header.comment
+    if header is not None:
+        leading = [*leading, cst.EmptyLine(comment=header)]
+    return BlockEdit(list(block.body), leading, list(block.footer), _ends_terminal(block))
+
+
+def _is_blank(line: cst.EmptyLine) -> bool:
+    return line.comment is None
+
+
+def _join_lines(first: Sequence[cst.EmptyLine], second: Sequence[cst.EmptyLine]) -> list:
+    """``first`` then ``second`` without doubling the blank lines where they meet."""
+    first = list(first)
+    while first and second and _is_blank(first[-1]) and _is_blank(second[0]):
+        first.pop()
+    return [*first, *second]

@@ -1,11 +1,1092 @@
-# TEMPORARY scaffold, replaced by the real rule in this session.
-from ._base import Safety, TpuCodemod
+"""TPU103: iterate DataLoaders through ``pl.MpDeviceLoader`` and drop the per-batch copies."""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import ScopeProvider
+
+from ._base import PL, Invalid, Safety, TpuCodemod, Valid
+from ._loops import (
+    XLA_DEVICE_CALLS,
+    BlockEdits,
+    ModuleIndex,
+    assigned_pairs,
+    calls,
+    calls_in,
+    code_of,
+    names_in_target,
+    new_statement,
+    positional_arguments,
+    walk_all,
+    without_items,
+)
+
+# Keywords that only matter for CUDA host->device copies, per callee kind.
+LOADER_CUDA_KEYWORDS = frozenset({"pin_memory", "pin_memory_device"})
+COPY_CUDA_KEYWORDS = frozenset({"non_blocking"})
+# ``.to(...)`` keywords a pure device move may carry; anything else (dtype, copy, ...) keeps it.
+MOVE_KEYWORDS = frozenset({"device", "non_blocking"})
+COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+# Builtins that turn an identity generator back into a container: ``tuple(t for t in b)``.
+CONTAINER_BUILTINS = frozenset({"builtins.tuple", "builtins.list"})
+
+
+def device_loader_name(loader: str) -> str:
+    """``train_loader`` -> ``train_device_loader``, ``trainloader`` -> ``train_device_loader``,
+    ``dataloader`` -> ``device_loader``, ``data`` -> ``data_device_loader``."""
+    lowered = loader.lower()
+    for suffix in ("dataloader", "loader"):
+        if lowered.endswith(suffix):
+            stem = loader[: -len(suffix)]
+            if not stem:
+                return "device_loader"
+            return stem + ("device_loader" if stem.endswith("_") else "_device_loader")
+    return loader + "_device_loader"
 
 
 class ParallelLoader(TpuCodemod):
-    """What it does\n    Why\n    Example"""
+    """
+    What it does
+        Makes every loop over a ``torch.utils.data.DataLoader`` iterate a
+        ``pl.MpDeviceLoader(loader, device)`` and removes the per-batch copies that become no-ops:
+
+        - a loader assigned in the loop's own function (or module, or ``self.x`` in the same
+          method) gets ONE wrapper, ``train_device_loader = pl.MpDeviceLoader(train_loader,
+          device)``, right after the DataLoader assignment when ``device`` is already defined
+          there, otherwise right before the outermost loop holding the batch loop (so it is
+          built once, not per epoch). ``enumerate(...)``, ``tqdm(...)`` and ``itertools.islice``
+          around the loader are kept. The new name replaces a trailing ``loader``/``dataloader``
+          by ``device_loader`` (``loader`` -> ``device_loader``), else appends
+          ``_device_loader``; an existing ``x = pl.MpDeviceLoader(train_loader, ...)`` in that
+          function is reused instead.
+        - a loader the rule cannot trace to an assignment there (a parameter or attribute whose
+          name ends with ``loader``, a parameter the callers in this file pass a DataLoader for,
+          ``self.loader`` built in ``__init__``) is wrapped at the loop:
+          ``for x, y in pl.MpDeviceLoader(train_loader, device):``. That builds the wrapper on
+          every call of the function (once per epoch for the usual ``train(...)`` function):
+          cheap, as each ``iter()`` of an MpDeviceLoader starts a fresh ParallelLoader anyway.
+        - inside loops over an MpDeviceLoader (new or already there), ``.to(<the device>)`` on
+          the batch or anything taken from it (``batch["x"]``, ``inputs, labels = data``,
+          comprehension variables over ``batch.items()``) is removed: ``x = x.to(device)`` and
+          ``data, target = data.to(device), target.to(device)`` disappear,
+          ``inputs = batch["x"].to(device)`` becomes ``inputs = batch["x"]``,
+          ``model(data.to(device))`` becomes ``model(data)``, and
+          ``batch = {k: v.to(device) for k, v in batch.items()}`` disappears (assigned to another
+          name it becomes ``inputs = dict(batch)``; ``tuple(t.to(device) for t in batch)``
+          becomes ``tuple(batch)``). Moves that also convert (``.to(device, torch.float16)``,
+          ``.to(torch.float32)``) and moves of other tensors stay.
+        - ``pin_memory=...`` / ``pin_memory_device=...`` in DataLoader calls,
+          ``"pin_memory": True`` in dict literals and ``dict(...)`` calls (the mnist
+          ``cuda_kwargs``), ``non_blocking=...`` in every ``.to(...)`` call, and ``t.pin_memory()``
+          (-> ``t``) are dropped.
+
+        Loops over ``zip(loader_a, loader_b)``, ``iter(loader)`` and locals of unknown origin are
+        left alone, as are other uses of a loader (``len(train_loader.dataset)``). A removed
+        statement's comment lines move to the next statement.
+
+    Why
+        ``MpDeviceLoader`` uploads batches on background threads while the device computes, and
+        cuts the step graph (``torch_xla.sync()``) on every ``next()``: the idiomatic loop of every
+        pytorch/xla example. Its batches are already on the XLA device, so per-batch ``.to`` calls
+        are dead weight. ``pin_memory`` makes the DataLoader warn on a TPU host and
+        ``xla_tensor.pin_memory()`` raises.
+
+    Example
+        Before::
+
+            train_loader = DataLoader(train_ds, batch_size=64, pin_memory=True)
+            for epoch in range(10):
+                for data, target in train_loader:
+                    data, target = data.to(device), target.to(device)
+                    loss = F.nll_loss(model(data), target)
+
+        After::
+
+            train_loader = DataLoader(train_ds, batch_size=64)
+            train_device_loader = pl.MpDeviceLoader(train_loader, device)
+            for epoch in range(10):
+                for data, target in train_device_loader:
+                    loss = F.nll_loss(model(data), target)
+    """
+
     CODE = "TPU103"
-    NAME = "tpu103_parallel_loader"
-    SUMMARY = "scaffold"
-    SAFETY = Safety.SAFE
-    TRIGGERS = ("\x00never",)
+    NAME = "parallel-loader"
+    SUMMARY = "Iterate DataLoaders through pl.MpDeviceLoader, drop per-batch .to(device) and pin_memory"
+    SAFETY = Safety.SEMANTIC
+    TRIGGERS = ("loader", "Loader", "pin_memory", "non_blocking")
+
+    VALID = [
+        Valid(
+            "import torch_xla\n"
+            "import torch_xla.distributed.parallel_loader as pl\n"
+            "from torch.utils.data import DataLoader\n\n"
+            "device = torch_xla.device()\n"
+            "loader = DataLoader(ds, batch_size=8, drop_last=True)\n"
+            "device_loader = pl.MpDeviceLoader(loader, device)\n"
+            "for epoch in range(3):\n"
+            "    for x, y in device_loader:\n"
+            "        loss = model(x.to(torch.float32)).sum()\n"
+            "print(len(loader.dataset))\n",
+            why="already wrapped once; a dtype conversion is not a device move",
+        ),
+        Valid(
+            "from torch.utils.data import DataLoader\n\n"
+            "loader_a = DataLoader(ds_a, batch_size=8)\n"
+            "loader_b = DataLoader(ds_b, batch_size=8)\n"
+            "for a, b in zip(loader_a, loader_b):\n"
+            "    train_pair(a.to(device), b.to(device))\n",
+            why="zip over two loaders is left to a human; nothing is flagged",
+        ),
+        Valid(
+            "import torch\n\n"
+            "def run(batches, model, device):\n"
+            "    for batch in batches:\n"
+            "        model(batch.to(device))\n",
+            why="a parameter with no loader name and no caller passing a DataLoader",
+        ),
+        Valid(
+            "import torch\n\n"
+            "def evaluate(model, make_loader, device):\n"
+            "    loader = make_loader()\n"
+            "    for x in iter(loader):\n"
+            "        model(x.to(device))\n",
+            why="a local of unknown origin, iterated through iter(): not traced",
+        ),
+        Valid(
+            "import torch\n\n"
+            "class Batch:\n"
+            "    def pin_memory(self):\n"
+            "        self.inp = self.inp.pin_memory()\n"
+            "        return self\n",
+            why="the custom-batch pin_memory() hook of the DataLoader docs is left as written",
+        ),
+        Valid(
+            "import torch\n\n"
+            "options = {'pin_memory': False, 'num_workers': 2}\n"
+            "x = x.to(device, copy=True)\n",
+            why="pin_memory False is harmless; copy=True is not a plain device move",
+        ),
+    ]
+
+    INVALID = [
+        Invalid(
+            # The pytorch/examples mnist shape: train()/test() get the loaders as parameters.
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "import torch_xla\n\n\n"
+            "def train(args, model, device, train_loader, optimizer, epoch):\n"
+            "    model.train()\n"
+            "    for batch_idx, (data, target) in enumerate(train_loader):\n"
+            "        data, target = data.to(device), target.to(device)\n"
+            "        optimizer.zero_grad()\n"
+            "        output = model(data)\n"
+            "        loss = F.nll_loss(output, target)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        if batch_idx % args.log_interval == 0:\n"
+            "            print(batch_idx * len(data), len(train_loader.dataset), loss.item())\n\n\n"
+            "def test(model, device, test_loader):\n"
+            "    model.eval()\n"
+            "    with torch.no_grad():\n"
+            "        for data, target in test_loader:\n"
+            "            data, target = data.to(device), target.to(device)\n"
+            "            output = model(data)\n\n\n"
+            "def main():\n"
+            "    device = torch_xla.device()\n"
+            "    train_kwargs = {'batch_size': 64}\n"
+            "    cuda_kwargs = {'num_workers': 1,\n"
+            "                   'pin_memory': True,\n"
+            "                   'shuffle': True}\n"
+            "    train_kwargs.update(cuda_kwargs)\n"
+            "    train_loader = torch.utils.data.DataLoader(dataset1, **train_kwargs)\n"
+            "    test_loader = torch.utils.data.DataLoader(dataset2, batch_size=1000)\n"
+            "    for epoch in range(1, 15):\n"
+            "        train(args, model, device, train_loader, optimizer, epoch)\n"
+            "        test(model, device, test_loader)\n",
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "import torch_xla\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n\n"
+            "def train(args, model, device, train_loader, optimizer, epoch):\n"
+            "    model.train()\n"
+            "    for batch_idx, (data, target) in enumerate(pl.MpDeviceLoader(train_loader, device)):\n"
+            "        optimizer.zero_grad()\n"
+            "        output = model(data)\n"
+            "        loss = F.nll_loss(output, target)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        if batch_idx % args.log_interval == 0:\n"
+            "            print(batch_idx * len(data), len(train_loader.dataset), loss.item())\n\n\n"
+            "def test(model, device, test_loader):\n"
+            "    model.eval()\n"
+            "    with torch.no_grad():\n"
+            "        for data, target in pl.MpDeviceLoader(test_loader, device):\n"
+            "            output = model(data)\n\n\n"
+            "def main():\n"
+            "    device = torch_xla.device()\n"
+            "    train_kwargs = {'batch_size': 64}\n"
+            "    cuda_kwargs = {'num_workers': 1,\n"
+            "                   'shuffle': True}\n"
+            "    train_kwargs.update(cuda_kwargs)\n"
+            "    train_loader = torch.utils.data.DataLoader(dataset1, **train_kwargs)\n"
+            "    test_loader = torch.utils.data.DataLoader(dataset2, batch_size=1000)\n"
+            "    for epoch in range(1, 15):\n"
+            "        train(args, model, device, train_loader, optimizer, epoch)\n"
+            "        test(model, device, test_loader)\n",
+            why="parameters named *loader are wrapped at the loop; the eval loop too",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n\n"
+            "device = torch_xla.device()\n"
+            "train_loader = DataLoader(train_ds, batch_size=64, shuffle=True, pin_memory=True)\n"
+            "for epoch in range(10):\n"
+            "    for data, target in train_loader:\n"
+            "        data, target = data.to(device), target.to(device)\n"
+            "        loss = loss_fn(model(data), target)\n"
+            "    print(epoch, len(train_loader))\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n"
+            "device = torch_xla.device()\n"
+            "train_loader = DataLoader(train_ds, batch_size=64, shuffle=True)\n"
+            "train_device_loader = pl.MpDeviceLoader(train_loader, device)\n"
+            "for epoch in range(10):\n"
+            "    for data, target in train_device_loader:\n"
+            "        loss = loss_fn(model(data), target)\n"
+            "    print(epoch, len(train_loader))\n",
+            why="module-level script: one wrapper right after the DataLoader, len() keeps the loader",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n\n\n"
+            "def main(args):\n"
+            "    loader = torch.utils.data.DataLoader(ds, batch_size=32, num_workers=4)\n"
+            "    device = torch_xla.device()\n"
+            "    model = Net().to(device)\n\n"
+            "    # training\n"
+            "    for epoch in range(args.epochs):\n"
+            "        for step, (x, y) in enumerate(loader):\n"
+            "            # move the batch\n"
+            "            x = x.to(device, non_blocking=True)\n"
+            "            y = y.to(device, non_blocking=True)\n"
+            "            loss = model(x, y)\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n\n"
+            "def main(args):\n"
+            "    loader = torch.utils.data.DataLoader(ds, batch_size=32, num_workers=4)\n"
+            "    device = torch_xla.device()\n"
+            "    model = Net().to(device)\n"
+            "    device_loader = pl.MpDeviceLoader(loader, device)\n\n"
+            "    # training\n"
+            "    for epoch in range(args.epochs):\n"
+            "        for step, (x, y) in enumerate(device_loader):\n"
+            "            # move the batch\n"
+            "            loss = model(x, y)\n",
+            why="device defined after the loader: the wrapper goes before the outermost loop; "
+            "the removed copy's comment is kept",
+        ),
+        Invalid(
+            "import torch\n"
+            "from tqdm import tqdm\n\n\n"
+            "def evaluate(model, device, val_loader):\n"
+            "    model.eval()\n"
+            "    with torch.no_grad():\n"
+            "        for batch in tqdm(val_loader, total=len(val_loader), desc='eval'):\n"
+            "            inputs = batch['x'].to(device)\n"
+            "            labels = batch['y'].to(device).long()\n"
+            "            scores = model(inputs, mask=batch['mask'].to(device))\n",
+            "import torch\n"
+            "from tqdm import tqdm\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n\n"
+            "def evaluate(model, device, val_loader):\n"
+            "    model.eval()\n"
+            "    with torch.no_grad():\n"
+            "        for batch in tqdm(pl.MpDeviceLoader(val_loader, device), total=len(val_loader), "
+            "desc='eval'):\n"
+            "            inputs = batch['x']\n"
+            "            labels = batch['y'].long()\n"
+            "            scores = model(inputs, mask=batch['mask'])\n",
+            why="dict batches under tqdm: subscripts of the batch lose their .to(device)",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n\n\n"
+            "class Trainer:\n"
+            "    def __init__(self, model, train_ds):\n"
+            "        self.device = torch_xla.device()\n"
+            "        self.model = model.to(self.device)\n"
+            "        self.train_loader = DataLoader(train_ds, batch_size=16, pin_memory=True)\n\n"
+            "    def train_epoch(self):\n"
+            "        for inputs, labels in self.train_loader:\n"
+            "            inputs, labels = inputs.to(self.device), labels.to(self.device)\n"
+            "            self.step(inputs, labels)\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n\n"
+            "class Trainer:\n"
+            "    def __init__(self, model, train_ds):\n"
+            "        self.device = torch_xla.device()\n"
+            "        self.model = model.to(self.device)\n"
+            "        self.train_loader = DataLoader(train_ds, batch_size=16)\n\n"
+            "    def train_epoch(self):\n"
+            "        for inputs, labels in pl.MpDeviceLoader(self.train_loader, self.device):\n"
+            "            self.step(inputs, labels)\n",
+            why="an attribute built in __init__ is wrapped at the loop, with the class's device",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n\n\n"
+            "class Runner:\n"
+            "    def fit(self, ds, epochs):\n"
+            "        self.loader = DataLoader(ds, batch_size=16)\n"
+            "        device = torch_xla.device()\n"
+            "        for epoch in range(epochs):\n"
+            "            for x, y in self.loader:\n"
+            "                self.model(x.to(device), y.to(device))\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n\n"
+            "class Runner:\n"
+            "    def fit(self, ds, epochs):\n"
+            "        self.loader = DataLoader(ds, batch_size=16)\n"
+            "        device = torch_xla.device()\n"
+            "        device_loader = pl.MpDeviceLoader(self.loader, device)\n"
+            "        for epoch in range(epochs):\n"
+            "            for x, y in device_loader:\n"
+            "                self.model(x, y)\n",
+            why="self.loader assigned in the same method: one local wrapper, moves in "
+            "expressions removed",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n\n"
+            "device = torch_xla.device()\n"
+            "if args.augment:\n"
+            "    train_loader = DataLoader(aug_ds, batch_size=32)\n"
+            "else:\n"
+            "    train_loader = DataLoader(plain_ds, batch_size=32)\n"
+            "for epoch in range(3):\n"
+            "    for batch in train_loader:\n"
+            "        batch = {k: v.to(device) for k, v in batch.items()}\n"
+            "        outputs = model(**batch)\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n"
+            "device = torch_xla.device()\n"
+            "if args.augment:\n"
+            "    train_loader = DataLoader(aug_ds, batch_size=32)\n"
+            "else:\n"
+            "    train_loader = DataLoader(plain_ds, batch_size=32)\n"
+            "train_device_loader = pl.MpDeviceLoader(train_loader, device)\n"
+            "for epoch in range(3):\n"
+            "    for batch in train_device_loader:\n"
+            "        outputs = model(**batch)\n",
+            why="loader assigned in both branches of an if: one wrapper before the epoch loop; "
+            "the dict-comprehension copy of the batch is removed",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n\n\n"
+            "def run(model, ds):\n"
+            "    device = torch_xla.device()\n"
+            "    if ds is not None:\n"
+            "        dataloader = DataLoader(ds, batch_size=8)\n"
+            "        for batch in dataloader:\n"
+            "            inputs = {k: v.to(device) if torch.is_tensor(v) else v for k, v in "
+            "batch.items()}\n"
+            "            ids = tuple(t.to(device) for t in batch['ids'])\n"
+            "            model(**inputs)\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n\n"
+            "def run(model, ds):\n"
+            "    device = torch_xla.device()\n"
+            "    if ds is not None:\n"
+            "        dataloader = DataLoader(ds, batch_size=8)\n"
+            "        device_loader = pl.MpDeviceLoader(dataloader, device)\n"
+            "        for batch in device_loader:\n"
+            "            inputs = dict(batch)\n"
+            "            ids = tuple(batch['ids'])\n"
+            "            model(**inputs)\n",
+            why="loader assigned inside an if with the loop: the wrapper follows it there; "
+            "copying comprehensions collapse",
+        ),
+        Invalid(
+            "import torch\n"
+            "from torch.utils.data import DataLoader\n\n\n"
+            "def evaluate(model, ds):\n"
+            "    correct = 0\n"
+            "    for images, labels in DataLoader(ds, batch_size=100, pin_memory=True):\n"
+            "        images = images.pin_memory().to('cpu')\n"
+            "        correct += (model(images).argmax(1) == labels).sum()\n"
+            "    return correct\n",
+            "import torch\n"
+            "from torch.utils.data import DataLoader\n"
+            "import torch_xla\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n\n"
+            "def evaluate(model, ds):\n"
+            "    correct = 0\n"
+            "    for images, labels in pl.MpDeviceLoader(DataLoader(ds, batch_size=100), "
+            "torch_xla.device()):\n"
+            "        images = images.to('cpu')\n"
+            "        correct += (model(images).argmax(1) == labels).sum()\n"
+            "    return correct\n",
+            why="a DataLoader built in the for statement is wrapped there; with no device "
+            "variable the wrapper uses torch_xla.device(); a move to the CPU stays",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n\n"
+            "device = torch_xla.device()\n\n\n"
+            "def fit(model, opt, dl, epochs):\n"
+            "    for _ in range(epochs):\n"
+            "        for xb, yb in dl:\n"
+            "            xb, yb = xb.to(device), yb.to(device)\n"
+            "            loss = model(xb, yb)\n\n\n"
+            "fit(model, opt, torch.utils.data.DataLoader(ds, batch_size=4), 3)\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n"
+            "device = torch_xla.device()\n\n\n"
+            "def fit(model, opt, dl, epochs):\n"
+            "    for _ in range(epochs):\n"
+            "        for xb, yb in pl.MpDeviceLoader(dl, device):\n"
+            "            loss = model(xb, yb)\n\n\n"
+            "fit(model, opt, torch.utils.data.DataLoader(ds, batch_size=4), 3)\n",
+            why="a parameter without a loader name, traced through the caller in this file",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n"
+            "device = torch_xla.device()\n"
+            "device_loader = pl.MpDeviceLoader(loader, device)\n"
+            "for step, batch in enumerate(device_loader):\n"
+            "    tokens = batch[0].to(device)\n"
+            "    mask = torch.ones(4).to(device, non_blocking=True)\n"
+            "    halves = batch[1].to(device, torch.float16)\n"
+            "    model(tokens, mask, halves.to(torch_xla.device()))\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n"
+            "device = torch_xla.device()\n"
+            "device_loader = pl.MpDeviceLoader(loader, device)\n"
+            "for step, batch in enumerate(device_loader):\n"
+            "    tokens = batch[0]\n"
+            "    mask = torch.ones(4).to(device)\n"
+            "    halves = batch[1].to(device, torch.float16)\n"
+            "    model(tokens, mask, halves)\n",
+            why="an existing MpDeviceLoader loop: only moves of the batch go; a fresh tensor "
+            "keeps its move, a dtype move stays, but what it returns is batch data too",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "import torch_xla.distributed.parallel_loader as pl\n"
+            "from torch.utils.data import DataLoader\n\n\n"
+            "def main():\n"
+            "    device = torch_xla.device()\n"
+            "    train_loader = DataLoader(train_ds, batch_size=8)\n"
+            "    val_loader = DataLoader(val_ds, batch_size=8)\n"
+            "    train_device_loader = pl.MpDeviceLoader(train_loader, device)\n"
+            "    for epoch in range(2):\n"
+            "        for x, y in train_device_loader:\n"
+            "            train_step(x, y)\n"
+            "        for x, y in val_loader:\n"
+            "            x, y = x.to(device), y.to(device)\n"
+            "            eval_step(x, y)\n"
+            "        for x, y in train_loader:\n"
+            "            probe(x)\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "import torch_xla.distributed.parallel_loader as pl\n"
+            "from torch.utils.data import DataLoader\n\n\n"
+            "def main():\n"
+            "    device = torch_xla.device()\n"
+            "    train_loader = DataLoader(train_ds, batch_size=8)\n"
+            "    val_loader = DataLoader(val_ds, batch_size=8)\n"
+            "    val_device_loader = pl.MpDeviceLoader(val_loader, device)\n"
+            "    train_device_loader = pl.MpDeviceLoader(train_loader, device)\n"
+            "    for epoch in range(2):\n"
+            "        for x, y in train_device_loader:\n"
+            "            train_step(x, y)\n"
+            "        for x, y in val_device_loader:\n"
+            "            eval_step(x, y)\n"
+            "        for x, y in train_device_loader:\n"
+            "            probe(x)\n",
+            why="half-migrated: the train loader's existing wrapper is reused, the eval loader "
+            "gets its own",
+        ),
+        Invalid(
+            "import torch\n\n"
+            "kwargs = dict(batch_size=8, pin_memory=True)\n"
+            "x = x.cuda_like().to(dev, non_blocking=True)\n"
+            "y = y.pin_memory()\n"
+            "z = pinned(y.pin_memory())\n",
+            "import torch\n\n"
+            "kwargs = dict(batch_size=8)\n"
+            "x = x.cuda_like().to(dev)\n"
+            "z = pinned(y)\n",
+            why="CUDA host-copy knobs are dropped wherever they appear",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n\n"
+            "device = torch_xla.device()\n"
+            "loader_kwargs = {\n"
+            "    'batch_size': 32,\n"
+            "    'pin_memory': True,\n"
+            "}\n"
+            "loader = DataLoader(\n"
+            "    ds,\n"
+            "    **loader_kwargs,\n"
+            "    pin_memory=True,\n"
+            ")\n"
+            "for i, (x, y) in enumerate(loader):\n"
+            "    x = x.to(device); y = y.to(device); z = x + y\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n"
+            "device = torch_xla.device()\n"
+            "loader_kwargs = {\n"
+            "    'batch_size': 32,\n"
+            "}\n"
+            "loader = DataLoader(\n"
+            "    ds,\n"
+            "    **loader_kwargs,\n"
+            ")\n"
+            "device_loader = pl.MpDeviceLoader(loader, device)\n"
+            "for i, (x, y) in enumerate(device_loader):\n"
+            "    z = x + y\n",
+            why="multi-line calls and dicts keep their trailing commas; one-line statements "
+            "joined by ';' lose only the copies",
+        ),
+    ]
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.edits = BlockEdits()
+        self.replace: dict[int, cst.BaseExpression] = {}  # loader reference -> new name
+        self.wrap: dict[int, cst.BaseExpression] = {}  # loader reference -> device to wrap with
+        self.moves: set[int] = set()  # ``.to(device)`` calls to unwrap
+        self.collapsible: set[int] = set()  # comprehensions/conditionals that held a move
+        self.candidates: set[int] = set()  # assignments that held a move
+        self.dropped: set[int] = set()  # assignments that became ``x = x``
+        self.new_names: dict[int, set[str]] = {}  # id(owner) -> wrapper names given there
+
+    # ------------------------------------------------------------------ planning
+    def visit_Module(self, node: cst.Module) -> bool:
+        self.index = ModuleIndex(self, node)
+        self.xla_devices = {"torch_xla.device()", *self.index.xla_device_names()}
+        device_loops: list[tuple[cst.For, str]] = []
+        groups: dict[tuple[int, str], list[tuple[cst.For, cst.BaseExpression]]] = {}
+        for loop in self.index.for_loops:
+            loader, _ = self.index.unwrap_iterable(loop.iter)
+            existing = self.index.device_loader_call(loader)
+            if existing is not None:
+                device_loops.append((loop, self._device_argument(existing)))
+            elif self._traced_here(loop, loader):
+                key = (id(self.index.owner(loop)), code_of(loader))
+                groups.setdefault(key, []).append((loop, loader))
+            elif self.index.is_data_loader_call(loader) or self._clearly_a_loader(loader):
+                device_loops.append((loop, self._wrap_at_loop(loop, loader)))
+        for members in groups.values():
+            device_loops.extend(self._plan_group(members))
+        for loop, device in device_loops:
+            self._plan_moves(loop, {device, *self.xla_devices})
+        return True
+
+    def _traced_here(self, loop: cst.For, loader: cst.BaseExpression) -> bool:
+        """``loader`` is a name or ``self`` attribute only ever assigned a DataLoader, and (for
+        an attribute) only in the loop's own function."""
+        source = self.index.source_of(loader)
+        if source is None or not source.bindings:
+            return False
+        if not all(self.index.is_data_loader_call(b.value) for b in source.bindings):
+            return False
+        if isinstance(loader, cst.Attribute):
+            return all(b.owner is self.index.owner(loop) for b in source.bindings)
+        return True
+
+    def _clearly_a_loader(self, loader: cst.BaseExpression) -> bool:
+        """A parameter or attribute named ``*loader``, or a parameter that callers in this file
+        pass a DataLoader for; never one that any caller passes an MpDeviceLoader for."""
+        source = self.index.source_of(loader)
+        if isinstance(loader, cst.Name) and (source is None or source.parameter is None):
+            return False
+        if not isinstance(loader, (cst.Name, cst.Attribute)):
+            return False
+        name = loader.value if isinstance(loader, cst.Name) else loader.attr.value
+        passed: list[cst.BaseExpression] = []
+        if source is not None and source.parameter is not None and source.function is not None:
+            passed = self.index.call_arguments(source.function, source.parameter)
+        elif source is not None:
+            passed = [binding.value for binding in source.bindings]
+        if any(self.index.device_loader_call(value) is not None for value in passed):
+            return False
+        return name.lower().endswith("loader") or any(
+            self.index.is_data_loader_call(value) or self.index.traces_to_data_loader(value)
+            for value in passed
+        )
+
+    def _plan_group(self, members):
+        """One wrapper for every batch loop of one loader in one function (or the module)."""
+        loops = [loop for loop, _ in members]
+        loader = members[0][1]
+        owner = self.index.owner(loops[0])
+        reused = self._existing_wrapper(owner, loader, loops)
+        name = reused or device_loader_name(
+            loader.value if isinstance(loader, cst.Name) else loader.attr.value  # type: ignore
+        )
+        if reused is None and self._name_taken(owner, name):
+            return [(loop, self._wrap_at_loop(loop, ref)) for loop, ref in members]
+        self.new_names.setdefault(id(owner), set()).add(name)
+        if reused is not None:
+            device = self._device_argument(self._existing_call(owner, reused))
+        else:
+            device = self._insert_wrapper(owner, loader, loops, name)
+            if device is None:
+                return [(loop, self._wrap_at_loop(loop, ref)) for loop, ref in members]
+        for _, ref in members:
+            self.replace[id(ref)] = cst.Name(name)
+        return [(loop, device) for loop in loops]
+
+    def _insert_wrapper(self, owner, loader, loops, name) -> str | None:
+        """Place ``name = pl.MpDeviceLoader(loader, device)``; the device's code, or None."""
+        bindings = self.index.source_of(loader).bindings  # type: ignore[union-attr]
+        here = [b for b in bindings if b.owner is owner]
+        loader_code = code_of(loader)
+        if (
+            len(bindings) == 1
+            and here
+            and all(self.index.runs_after(here[0].statement, loop) for loop in loops)
+            and self._device_defined_before(here[0])
+        ):
+            self.edits.insert_after(
+                here[0].statement, new_statement(f"{name} = pl.MpDeviceLoader({loader_code}, device)")
+            )
+            self._record_wrapper()
+            return "device"
+        outers = [self.index.outermost_loop_of(loop) or loop for loop in loops]
+        first = min(outers, key=self.position)
+        block = self.index.parent(first)
+        if not all(self.index.parent(outer) is block for outer in outers):
+            return None
+        if any(self.position(b.statement) >= self.position(first) for b in here):
+            return None  # the loader is (re)built inside the loops: wrapping it once is wrong
+        device = self._device_for(first)
+        device_code = code_of(device)
+        self.edits.insert_before(
+            first, new_statement(f"{name} = pl.MpDeviceLoader({loader_code}, {device_code})")
+        )
+        self._record_wrapper()
+        return device_code
+
+    def _record_wrapper(self) -> None:
+        self.require_import(PL)
+        self.record_rewrite()
+
+    def _wrap_at_loop(self, loop: cst.For, loader: cst.BaseExpression) -> str:
+        device = self._device_for(loop)
+        self.wrap[id(loader)] = device
+        return code_of(device)
+
+    def _existing_wrapper(self, owner, loader, loops) -> str | None:
+        """A name this function already assigned ``pl.MpDeviceLoader(<loader>, ...)`` to."""
+        first_loop = min(self.position(loop) for loop in loops)
+        for binding in self.index.all_bindings:
+            value = binding.value
+            if (
+                binding.owner is owner
+                and isinstance(binding.target, cst.Name)
+                and self.index.is_device_loader_call(value)
+                and positional_arguments(value)
+                and code_of(positional_arguments(value)[0].value) == code_of(loader)
+                and self.position(binding.statement) < first_loop
+            ):
+                return binding.target.value
+        return None
+
+    def _existing_call(self, owner, name: str) -> cst.Call:
+        for binding in self.index.all_bindings:
+            if binding.owner is owner and code_of(binding.target) == name:
+                if self.index.is_device_loader_call(binding.value):
+                    return binding.value  # type: ignore[return-value]
+        raise LookupError(name)
+
+    def _name_taken(self, owner, name: str) -> bool:
+        """``name`` already means something in ``owner`` (or is this pass's name for another
+        loader there)."""
+        if name in self.new_names.setdefault(id(owner), set()):
+            return True
+        return any(isinstance(node, cst.Name) and node.value == name for node in walk_all(owner))
+
+    def _device_defined_before(self, binding) -> bool:
+        """``device`` names something at the loader's assignment: a parameter, a global, or a
+        local assigned earlier."""
+        try:
+            scope = self.get_metadata(ScopeProvider, binding.target)
+        except KeyError:
+            return False
+        if scope is None or "device" not in scope:
+            return False
+        for assignment in scope["device"]:
+            node = getattr(assignment, "node", None)
+            if isinstance(node, cst.Param) or assignment.scope is not scope:
+                return True
+            if node is not None and self.position(node) < self.position(binding.statement):
+                return True
+        return False
+
+    def _device_for(self, node: cst.CSTNode) -> cst.BaseExpression:
+        """``self.device`` inside a class that keeps its device there, else the base rule's
+        choice (``device`` when visible, else ``torch_xla.device()``)."""
+        owner = self.index.owner(node)
+        cls = self.index.enclosing_class(owner) if isinstance(owner, cst.FunctionDef) else None
+        bound = self.index.self_bindings.get((id(cls), "device"), []) if cls else []
+        if bound and "self.device" in self.xla_devices:
+            return cst.parse_expression("self.device")
+        return self.device_expression(node)
+
+    def _device_argument(self, call: cst.Call) -> str:
+        positional = positional_arguments(call)
+        if len(positional) >= 2:
+            return code_of(positional[1].value)
+        keyword = next((a for a in call.args if a.keyword and a.keyword.value == "device"), None)
+        return code_of(keyword.value) if keyword else "torch_xla.device()"
+
+    # ------------------------------------------------------------------ per-batch copies
+    def _plan_moves(self, loop: cst.For, devices: set[str]) -> None:
+        """Find ``.to(device)`` calls on the batch (and what is taken from it) in ``loop``."""
+        _, indexed = self.index.unwrap_iterable(loop.iter)
+        target = loop.target
+        if indexed:
+            if not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
+                return
+            target = target.elements[1].value
+        derived = set(names_in_target(target))
+        self._scan(loop.body, loop, devices, derived)
+
+    def _scan(self, node: cst.CSTNode, loop, devices: set[str], derived: set[str]) -> None:
+        """Walk statements in order, so a name counts as batch data only after it became so."""
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            return
+        if isinstance(node, cst.BaseSmallStatement):
+            self._collect_moves(node, loop, devices, derived)
+            for target, value in assigned_pairs(node):
+                if self._is_batch_data(value, derived, loop):
+                    derived.update(names_in_target(target))
+            return
+        if isinstance(node, cst.For):
+            self._collect_moves(node.iter, loop, devices, derived)
+            if self._is_batch_data(node.iter, derived, loop):
+                derived.update(names_in_target(node.target))
+            self._scan(node.body, loop, devices, derived)
+            if node.orelse is not None:
+                self._scan(node.orelse, loop, devices, derived)
+            return
+        for child in node.children:
+            if isinstance(child, (cst.BaseExpression, cst.WithItem)):
+                self._collect_moves(child, loop, devices, derived)
+            else:
+                self._scan(child, loop, devices, derived)
+
+    def _collect_moves(self, node, loop, devices: set[str], derived: set[str]) -> None:
+        for call in calls_in(node):
+            if self._is_device_move(call, devices) and self._is_batch_data(
+                call.func.value, derived, loop  # type: ignore[attr-defined]
+            ):
+                self.moves.add(id(call))
+                self._mark_enclosing(call)
+
+    def _mark_enclosing(self, call: cst.Call) -> None:
+        """Remember what may collapse once ``call`` is gone: comprehensions and conditionals that
+        become copies, and the statement that may become ``x = x``."""
+        for ancestor in self.index.ancestors(call):
+            if isinstance(ancestor, (*COMPREHENSIONS, cst.IfExp)):
+                self.collapsible.add(id(ancestor))
+            elif isinstance(ancestor, (cst.Assign, cst.Expr)):
+                self.candidates.add(id(ancestor))
+            elif isinstance(ancestor, cst.BaseStatement):
+                break
+
+    @staticmethod
+    def _is_device_move(call: cst.Call, devices: set[str]) -> bool:
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "to"):
+            return False
+        if any(arg.star for arg in call.args):
+            return False
+        keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword}
+        positional = positional_arguments(call)
+        if not set(keywords) <= MOVE_KEYWORDS:
+            return False
+        if len(positional) == 1 and "device" not in keywords:
+            target = positional[0].value
+        elif not positional and "device" in keywords:
+            target = keywords["device"]
+        else:
+            return False
+        return code_of(target) in devices
+
+    def _is_batch_data(self, expr: cst.CSTNode, derived: set[str], loop, depth: int = 4) -> bool:
+        """``expr`` is the batch or read from it (``batch["x"]``, ``data.float()``), also via a
+        comprehension variable over such a value."""
+        root = expr
+        while True:
+            if isinstance(root, (cst.Attribute, cst.Subscript)):
+                root = root.value
+            elif isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute):
+                root = root.func.value
+            else:
+                break
+        if not isinstance(root, cst.Name) or depth == 0:
+            return False
+        for ancestor in self.index.ancestors(expr):
+            if ancestor is loop:
+                break
+            if isinstance(ancestor, COMPREHENSIONS):
+                comp_for = ancestor.for_in
+                while comp_for is not None:
+                    if root.value in names_in_target(comp_for.target):
+                        return self._is_batch_data(comp_for.iter, derived, loop, depth - 1)
+                    comp_for = comp_for.inner_for_in
+        return root.value in derived
+
+    # ------------------------------------------------------------------ rewriting
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+        return self._loader_reference(original_node, updated_node)
+
+    def leave_Attribute(
+        self, original_node: cst.Attribute, updated_node: cst.Attribute
+    ) -> cst.BaseExpression:
+        return self._loader_reference(original_node, updated_node)
+
+    def _loader_reference(self, original, updated) -> cst.BaseExpression:
+        if id(original) in self.replace:
+            self.record_rewrite()
+            return self.replace[id(original)]
+        if id(original) in self.wrap:
+            self.require_import(PL)
+            self.record_rewrite()
+            return cst.Call(
+                func=cst.parse_expression("pl.MpDeviceLoader"),
+                args=[cst.Arg(updated), cst.Arg(self.wrap[id(original)])],
+            )
+        return updated
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if id(original_node) in self.moves:
+            self.record_rewrite()
+            return updated_node.func.value  # type: ignore[attr-defined]
+        updated_node = self._without_cuda_keywords(original_node, updated_node)
+        if self._is_pin_memory_call(original_node):
+            self._mark_enclosing(original_node)
+            self.record_rewrite()
+            return updated_node.func.value  # type: ignore[attr-defined]
+        updated_node = self._collapse_container_call(original_node, updated_node)
+        return self._loader_reference(original_node, updated_node)
+
+    def _without_cuda_keywords(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        func = original.func
+        if self.index.is_data_loader_call(original):
+            dropped = LOADER_CUDA_KEYWORDS
+        elif isinstance(func, cst.Attribute) and func.attr.value == "to":
+            dropped = COPY_CUDA_KEYWORDS
+        elif self.is_name(func, "builtins.dict"):
+            return self._without_pin_memory_true(updated)
+        else:
+            return updated
+        args = without_items(
+            updated.args, lambda arg: arg.keyword is not None and arg.keyword.value in dropped
+        )
+        if len(args) == len(updated.args):
+            return updated
+        self.record_rewrite()
+        return updated.with_changes(args=args)
+
+    def _without_pin_memory_true(self, updated: cst.Call) -> cst.Call:
+        args = without_items(
+            updated.args,
+            lambda arg: arg.keyword is not None
+            and arg.keyword.value == "pin_memory"
+            and _is_true(arg.value),
+        )
+        if len(args) == len(updated.args):
+            return updated
+        self.record_rewrite()
+        return updated.with_changes(args=args)
+
+    def _is_pin_memory_call(self, call: cst.Call) -> bool:
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "pin_memory") or call.args:
+            return False
+        owner = self.index.owner(call)
+        return not (isinstance(owner, cst.FunctionDef) and owner.name.value == "pin_memory")
+
+    def leave_Dict(self, original_node: cst.Dict, updated_node: cst.Dict) -> cst.Dict:
+        elements = without_items(updated_node.elements, _is_pin_memory_entry)
+        if len(elements) == len(updated_node.elements):
+            return updated_node
+        self.record_rewrite()
+        return updated_node.with_changes(elements=elements)
+
+    def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp) -> cst.BaseExpression:
+        # ``v.to(device) if torch.is_tensor(v) else v`` lost its move: both branches agree.
+        if id(original_node) in self.collapsible and code_of(updated_node.body) == code_of(
+            updated_node.orelse
+        ):
+            return updated_node.body
+        return updated_node
+
+    def leave_DictComp(
+        self, original_node: cst.DictComp, updated_node: cst.DictComp
+    ) -> cst.BaseExpression:
+        source = _identity_dict_source(updated_node)
+        if id(original_node) in self.collapsible and source is not None:
+            return cst.Call(func=cst.Name("dict"), args=[cst.Arg(source)])
+        return updated_node
+
+    def leave_ListComp(
+        self, original_node: cst.ListComp, updated_node: cst.ListComp
+    ) -> cst.BaseExpression:
+        source = _identity_source(updated_node)
+        if id(original_node) in self.collapsible and source is not None:
+            return cst.Call(func=cst.Name("list"), args=[cst.Arg(source)])
+        return updated_node
+
+    def _collapse_container_call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """``tuple(t for t in batch)`` (its move removed) -> ``tuple(batch)``."""
+        if not (
+            len(original.args) == 1
+            and isinstance(original.args[0].value, cst.GeneratorExp)
+            and id(original.args[0].value) in self.collapsible
+            and self.is_name(original.func, *CONTAINER_BUILTINS)
+        ):
+            return updated
+        generator = updated.args[0].value
+        source = _identity_source(generator) if isinstance(generator, cst.GeneratorExp) else None
+        if source is None:
+            return updated
+        return updated.with_changes(args=[updated.args[0].with_changes(value=source)])
+
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        if id(original_node) in self.candidates and _is_self_assignment(
+            updated_node, isinstance(original_node.value, cst.DictComp)
+        ):
+            self.dropped.add(id(original_node))
+        return updated_node
+
+    def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.Expr:
+        # ``batch.to(device)`` as a statement did nothing; without the move it is a bare name.
+        if id(original_node) in self.candidates and isinstance(updated_node.value, cst.Name):
+            self.dropped.add(id(original_node))
+        return updated_node
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine:
+        kept = [
+            new
+            for old, new in zip(original_node.body, updated_node.body)
+            if id(old) not in self.dropped
+        ]
+        if len(kept) == len(updated_node.body):
+            return updated_node
+        if not kept:
+            self.edits.remove(original_node)
+            return updated_node
+        kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+        return updated_node.with_changes(body=kept)
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        return self.edits.apply(original_node, updated_node)
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        return self.edits.apply(original_node, updated_node)
+
+
+def _is_true(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def _is_pin_memory_entry(element: cst.BaseDictElement) -> bool:
+    return (
+        isinstance(element, cst.DictElement)
+        and isinstance(element.key, cst.SimpleString)
+        and element.key.evaluated_value == "pin_memory"
+        and _is_true(element.value)
+    )
+
+
+def _single_for(comp) -> cst.CompFor | None:
+    comp_for = comp.for_in
+    if comp_for.inner_for_in is not None or comp_for.ifs or comp_for.asynchronous is not None:
+        return None
+    return comp_for
+
+
+def _identity_source(comp: cst.ListComp | cst.GeneratorExp) -> cst.BaseExpression | None:
+    """``X`` for ``[t for t in X]`` / ``(t for t in X)``."""
+    comp_for = _single_for(comp)
+    if comp_for is None or not isinstance(comp_for.target, cst.Name):
+        return None
+    if isinstance(comp.elt, cst.Name) and comp.elt.value == comp_for.target.value:
+        return comp_for.iter
+    return None
+
+
+def _identity_dict_source(comp: cst.DictComp) -> cst.BaseExpression | None:
+    """``X`` for ``{k: v for k, v in X.items()}``."""
+    comp_for = _single_for(comp)
+    if comp_for is None or names_in_target(comp_for.target) != [
+        code_of(comp.key),
+        code_of(comp.value),
+    ]:
+        return None
+    items = comp_for.iter
+    if (
+        isinstance(items, cst.Call)
+        and not items.args
+        and isinstance(items.func, cst.Attribute)
+        and items.func.attr.value == "items"
+    ):
+        return items.func.value
+    return None
+
+
+def _is_self_assignment(assign: cst.Assign, from_dict_comp: bool) -> bool:
+    """``x = x``, ``a, b = a, b``, or ``batch = dict(batch)`` made from a copying comprehension."""
+    if len(assign.targets) != 1:
+        return False
+    target, value = assign.targets[0].target, assign.value
+    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)):
+        return len(target.elements) == len(value.elements) and all(
+            code_of(left.value) == code_of(right.value)
+            for left, right in zip(target.elements, value.elements)
+        )
+    if code_of(target) == code_of(value):
+        return True
+    return (
+        from_dict_comp
+        and isinstance(value, cst.Call)
+        and code_of(value.func) == "dict"
+        and len(value.args) == 1
+        and code_of(value.args[0].value) == code_of(target)
+    )

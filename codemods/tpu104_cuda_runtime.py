@@ -1,11 +1,929 @@
-# TEMPORARY scaffold, replaced by the real rule in this session.
-from ._base import Safety, TpuCodemod
+"""TPU104: map CUDA runtime calls to their torch_xla equivalents, delete the no-ops, flag the rest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Sequence, Union
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider
+
+from ._base import (
+    TORCH_XLA,
+    XM,
+    XR,
+    ImportSpec,
+    Invalid,
+    Safety,
+    TpuCodemod,
+    Valid,
+)
+
+
+@dataclass(frozen=True)
+class Replace:
+    """Replace the call with ``template`` (``{device}``: the XLA device, ``{q}``: a quote that is
+    safe at the call site). ``keep_args`` keeps the call's own arguments; ``drop_per_step``
+    deletes the call instead when it runs on every step of an untimed training loop."""
+
+    template: str
+    imports: tuple[ImportSpec, ...]
+    keep_args: bool = False
+    drop_per_step: bool = False
+
+
+@dataclass(frozen=True)
+class Remove:
+    """Delete the statement: the call does nothing useful on XLA."""
+
+
+@dataclass(frozen=True)
+class Flag:
+    """Leave the code and report ``code`` with ``message`` (and an inline marker)."""
+
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Keep:
+    """Not this rule's business (another rule owns it)."""
+
+
+Action = Union[Replace, Remove, Flag, Keep]
+
+CUDA_ONLY = "TPU201"
+CUSTOM_KERNEL = "TPU202"
+
+GENERIC = Flag(CUDA_ONLY, "CUDA-only API with no XLA equivalent")
+STREAMS = Flag(CUDA_ONLY, "CUDA streams have no XLA equivalent; XLA orders device work itself")
+EVENTS = Flag(CUDA_ONLY, "CUDA events have no XLA equivalent; time with xm.wait_device_ops()")
+GRAPHS = Flag(CUDA_ONLY, "CUDA graphs have no XLA equivalent; torch_xla.compile caches graphs")
+NVTX = Flag(CUDA_ONLY, "NVTX ranges are CUDA-only; use xp.Trace from torch_xla.debug.profiler")
+AMP = Flag(
+    CUDA_ONLY, "use torch.autocast('xla', dtype=torch.bfloat16); GradScaler is not needed with bf16"
+)
+DEVICE_INDEX = Flag(CUDA_ONLY, "a CUDA device index has no meaning on XLA; use torch_xla.device()")
+RESERVED = Flag(CUDA_ONLY, "no reserved-memory stat on XLA; xm.get_memory_info(device) has bytes_*")
+MEMORY_REPORT = Flag(CUDA_ONLY, "no CUDA memory report on XLA; use xm.get_memory_info(device)")
+PROPERTIES = Flag(
+    CUDA_ONLY, "no device properties on XLA; xm.xla_device_kind(device) names the chip"
+)
+RNG_STATE = Flag(CUDA_ONLY, "use xm.get_rng_state() / xm.set_rng_state() for the XLA generator")
+OOM = Flag(CUDA_ONLY, "XLA reports out-of-memory as RuntimeError (RESOURCE_EXHAUSTED)")
+CUDNN = Flag(CUDA_ONLY, "cuDNN does not exist on XLA; this has no effect on TPU")
+CUDA_BACKEND = Flag(CUDA_ONLY, "torch.backends.cuda settings have no effect on XLA")
+FP32_MATMUL = Flag(
+    CUDA_ONLY, "for fp32 matmuls on TPU use torch_xla.backends.set_mat_mul_precision('highest')"
+)
+CPP_EXTENSION = Flag(
+    CUSTOM_KERNEL, "custom C++/CUDA kernels do not run on XLA; use XLA ops or a Pallas kernel"
+)
+TRITON = Flag(CUSTOM_KERNEL, "Triton kernels do not run on TPU; use XLA ops or a Pallas kernel")
+BEFORE_LAUNCH = "no XLA call may run before launch; move this into the launched function"
+REMOVABLE_HERE = "CUDA-only API with no XLA equivalent; drop this use"
+
+WAIT_DEVICE_OPS = Replace("xm.wait_device_ops()", (XM,), drop_per_step=True)
+XLA_MANUAL_SEED = Replace("torch_xla.manual_seed()", (TORCH_XLA,), keep_args=True)
+
+
+def _memory_info(key: str) -> Replace:
+    return Replace("xm.get_memory_info({device})[{q}%s{q}]" % key, (XM,))
+
+
+# Qualified name -> action, for calls and for any other reference to the name.
+CALLS: dict[str, Action] = {
+    "torch.cuda.is_available": Keep(),  # TPU101 rewrites device selection
+    "torch.cuda.synchronize": WAIT_DEVICE_OPS,
+    "torch.cuda.empty_cache": Remove(),
+    "torch.cuda.reset_peak_memory_stats": Remove(),
+    "torch.cuda.reset_max_memory_allocated": Remove(),
+    "torch.cuda.reset_max_memory_cached": Remove(),
+    "torch.cuda.reset_accumulated_memory_stats": Remove(),
+    "torch.cuda.set_device": Remove(),
+    "torch.cuda.init": Remove(),
+    "torch.cuda.ipc_collect": Remove(),
+    "torch.cuda.manual_seed": XLA_MANUAL_SEED,
+    "torch.cuda.manual_seed_all": XLA_MANUAL_SEED,
+    "torch.cuda.device_count": Replace("torch_xla.device_count()", (TORCH_XLA,)),
+    "torch.cuda.is_bf16_supported": Replace("xr.is_bf16_supported()", (XR,)),
+    "torch.cuda.memory_allocated": _memory_info("bytes_used"),
+    "torch.cuda.max_memory_allocated": _memory_info("peak_bytes_used"),
+    "torch.cuda.get_device_name": Replace("xm.xla_device_kind({device})", (XM,)),
+    "torch.cuda.current_device": DEVICE_INDEX,
+    "torch.cuda.device": DEVICE_INDEX,
+    "torch.cuda.memory_reserved": RESERVED,
+    "torch.cuda.max_memory_reserved": RESERVED,
+    "torch.cuda.memory_cached": RESERVED,
+    "torch.cuda.max_memory_cached": RESERVED,
+    "torch.cuda.memory_summary": MEMORY_REPORT,
+    "torch.cuda.memory_stats": MEMORY_REPORT,
+    "torch.cuda.mem_get_info": MEMORY_REPORT,
+    "torch.cuda.get_device_properties": PROPERTIES,
+    "torch.cuda.get_device_capability": PROPERTIES,
+    "torch.cuda.get_rng_state": RNG_STATE,
+    "torch.cuda.set_rng_state": RNG_STATE,
+    "torch.cuda.get_rng_state_all": RNG_STATE,
+    "torch.cuda.set_rng_state_all": RNG_STATE,
+    "torch.cuda.Stream": STREAMS,
+    "torch.cuda.ExternalStream": STREAMS,
+    "torch.cuda.stream": STREAMS,
+    "torch.cuda.current_stream": STREAMS,
+    "torch.cuda.default_stream": STREAMS,
+    "torch.cuda.set_stream": STREAMS,
+    "torch.cuda.Event": EVENTS,
+    "torch.cuda.CUDAGraph": GRAPHS,
+    "torch.cuda.graph": GRAPHS,
+    "torch.cuda.make_graphed_callables": GRAPHS,
+    "torch.cuda.OutOfMemoryError": OOM,
+    "torch.utils.cpp_extension.load": CPP_EXTENSION,
+    "torch.utils.cpp_extension.load_inline": CPP_EXTENSION,
+    "torch.utils.cpp_extension.CUDAExtension": CPP_EXTENSION,
+    "torch.utils.cpp_extension.CppExtension": CPP_EXTENSION,
+}
+# Namespace prefix -> finding for names CALLS does not list; the longest prefix wins.
+NAMESPACES: dict[str, Flag] = {
+    "torch.cuda.": GENERIC,
+    "torch.cuda.amp.": AMP,
+    "torch.cuda.nvtx.": NVTX,
+    "torch.cuda.graphs.": GRAPHS,
+    "torch.cuda.streams.": STREAMS,
+    "torch.backends.cudnn.": CUDNN,
+    "torch.backends.cuda.": CUDA_BACKEND,
+}
+# Backend switch -> finding when a value other than a literal True is assigned to it
+# (None: the assignment is deleted whatever the value).
+BACKEND_SWITCHES: dict[str, Flag | None] = {
+    "torch.backends.cudnn.benchmark": None,
+    "torch.backends.cudnn.deterministic": None,
+    "torch.backends.cudnn.enabled": None,
+    "torch.backends.cudnn.allow_tf32": FP32_MATMUL,
+    "torch.backends.cuda.matmul.allow_tf32": FP32_MATMUL,
+    "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction": None,
+    "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction": None,
+}
+# Calls that start worker processes: the XLA runtime must not be touched before them.
+LAUNCHERS = frozenset(
+    {
+        "torch.multiprocessing.spawn",
+        "torch.multiprocessing.start_processes",
+        "torch_xla.launch",
+        "torch_xla.distributed.xla_multiprocessing.spawn",
+    }
+)
+# A call to one of these in a loop body means the loop is being timed.
+TIMERS = frozenset(
+    {
+        "time.time",
+        "time.time_ns",
+        "time.perf_counter",
+        "time.perf_counter_ns",
+        "time.monotonic",
+        "time.monotonic_ns",
+    }
+)
+SCOPE_BOUNDARIES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+LOOPS = (cst.For, cst.While)
+Block = Union[cst.Module, cst.IndentedBlock]
+
+
+def action_for(qualified_name: str) -> Action | None:
+    if qualified_name in CALLS:
+        return CALLS[qualified_name]
+    prefixes = [prefix for prefix in NAMESPACES if qualified_name.startswith(prefix)]
+    return NAMESPACES[max(prefixes, key=len)] if prefixes else None
 
 
 class CudaRuntimeCalls(TpuCodemod):
-    """What it does\n    Why\n    Example"""
+    """
+    What it does
+        Maps the CUDA runtime API to torch_xla 2.9:
+
+        - ``torch.cuda.synchronize()`` -> ``xm.wait_device_ops()``; deleted instead when it runs on
+          every step of a training loop (the innermost loop around it calls ``.backward()`` in its
+          own body, not in a nested loop: a per-epoch wait stays) that is not being timed (no
+          ``time.time()`` / ``time.perf_counter()`` call in that loop: benchmarks keep the wait).
+        - ``torch.cuda.manual_seed[_all](s)`` -> ``torch_xla.manual_seed(s)`` (two identical
+          adjacent results are merged into one);
+          ``torch.cuda.device_count()`` -> ``torch_xla.device_count()`` (devices of this process);
+          ``torch.cuda.is_bf16_supported()`` -> ``xr.is_bf16_supported()``.
+        - ``torch.cuda.memory_allocated()`` -> ``xm.get_memory_info(device)["bytes_used"]`` and
+          ``max_memory_allocated()`` -> ``["peak_bytes_used"]``: bytes, like the CUDA calls, for
+          the ``device`` variable in scope (else ``torch_xla.device()``); the CUDA device argument
+          is dropped. ``get_memory_info`` is unimplemented on XLA:CPU (it raises there).
+          ``memory_reserved()`` is flagged, not mapped: XLA has no caching-allocator reserve, and
+          ``bytes_limit`` is the device capacity, a different number.
+        - ``torch.cuda.get_device_name()`` -> ``xm.xla_device_kind(device)``: the PJRT device
+          kind (a chip name such as a TPU generation; ``'cpu'`` on XLA:CPU), the closest
+          analogue of a GPU model name.
+        - Deleted statements: ``torch.cuda.empty_cache()``, ``reset_peak_memory_stats()``,
+          ``reset_max_memory_allocated()``, ``set_device(...)``, ``init()``, ``ipc_collect()``, and
+          assignments to ``torch.backends.cudnn.{benchmark, deterministic, enabled}`` and
+          ``torch.backends.cuda.matmul.allow_{fp16,bf16}_reduced_precision_reduction``, under any
+          import spelling (``import torch.backends.cudnn as cudnn``, ``from torch import cuda``).
+          An ``allow_tf32`` switch is deleted only when set to ``True``. Comment lines above a
+          deleted statement move to the next statement; a block left empty gets ``pass``;
+          imports left unused (``cudnn``) are removed.
+
+        ``torch.cuda.current_device()`` is flagged, not mapped: ``xr.local_ordinal()`` numbers
+        processes, and each launched process sees a single device, ``xla:0``. ``import torch`` is
+        kept even if a rewrite leaves it unused.
+
+        Findings (an inline ``# TODO(tpu-migrate):`` marker above the statement, one per code per
+        statement; every occurrence is reported):
+
+        - TPU201, a CUDA-only API with no XLA equivalent: streams, events, CUDA graphs, NVTX,
+          ``torch.cuda.amp`` (use ``torch.autocast('xla', dtype=torch.bfloat16)``; no GradScaler
+          with bf16), device properties and indexes (``current_device``), reserved-memory and
+          memory reports, CUDA RNG state, ``torch.cuda.OutOfMemoryError``, ``torch.backends.cudnn``
+          / ``torch.backends.cuda`` uses that were not deleted, ``allow_tf32`` set to anything but
+          ``True`` (fp32 matmuls on TPU need ``set_mat_mul_precision('highest')``), any other
+          ``torch.cuda.*`` name, and a mapped call in a function (or module) that also starts
+          worker processes (``mp.spawn``, ``torch_xla.launch``): its XLA form would start the
+          runtime before the launch, which torch_xla forbids, so it must move into the worker.
+          Hurts on TPU because the CUDA call raises, silently does nothing, or returns a
+          misleading value (0 devices, 0 bytes). Fix by hand with the hint in the message.
+        - TPU202, a custom kernel: ``torch.utils.cpp_extension.load / load_inline /
+          CUDAExtension / CppExtension``, ``import triton``, ``@triton.*`` decorators. The
+          kernel cannot run on a TPU; rewrite it with XLA ops or as a Pallas kernel.
+
+        Not handled: ``torch.cuda.is_available()`` (TPU101 owns device selection), ``torch.amp``
+        / ``torch.autocast('cuda')`` (a later AMP rule), a trailing same-line comment of a deleted
+        statement (it describes the deleted code and goes with it).
+
+    Why
+        torch_xla 2.9 has no CUDA: ``torch.cuda.synchronize()``, ``set_device`` and
+        ``reset_peak_memory_stats`` raise on a TPU host, memory stats return 0 and
+        ``device_count()`` returns 0, so ported scripts crash or log nonsense. cuDNN switches and
+        ``empty_cache`` do nothing there. ``torch.cuda.manual_seed`` does not seed the XLA RNG
+        (neither does ``torch.manual_seed``). Waiting for the device on every step serialises
+        tracing and execution, so a per-step ``synchronize`` is deleted, not translated.
+
+    Example
+        Before::
+
+            import torch
+            import torch.backends.cudnn as cudnn
+
+            cudnn.benchmark = True
+            torch.cuda.manual_seed_all(0)
+            torch.cuda.synchronize()
+
+        After::
+
+            import torch
+            import torch_xla
+            import torch_xla.core.xla_model as xm
+
+            torch_xla.manual_seed(0)
+            xm.wait_device_ops()
+    """
+
     CODE = "TPU104"
-    NAME = "tpu104_cuda_runtime"
-    SUMMARY = "scaffold"
+    NAME = "cuda-runtime-calls"
+    SUMMARY = "Map torch.cuda runtime calls to torch_xla, delete CUDA no-ops, flag CUDA-only APIs"
     SAFETY = Safety.SAFE
-    TRIGGERS = ("\x00never",)
+    FINDINGS = {
+        CUDA_ONLY: "CUDA-only API with no XLA equivalent",
+        CUSTOM_KERNEL: "custom CUDA/C++ or Triton kernel that cannot run on TPU",
+    }
+    TRIGGERS = ("cuda", "cudnn", "triton", "cpp_extension")
+
+    VALID = [
+        Valid(
+            "import mylib.cuda as cuda\n\ncuda.synchronize()\ncuda.empty_cache()\n"
+            "cuda.manual_seed(0)\n",
+            why="a user module named cuda is not torch.cuda",
+        ),
+        Valid(
+            "import torch\nimport torch_xla\nimport torch_xla.core.xla_model as xm\n\n"
+            "torch.manual_seed(0)\ntorch_xla.manual_seed(0)\nn = torch_xla.device_count()\n"
+            "xm.wait_device_ops()\n",
+            why="already migrated",
+        ),
+        Valid(
+            'import torch\n\n\ndef report():\n    """Call torch.cuda.synchronize() before timing."""\n'
+            '    print("torch.cuda.empty_cache() is a no-op on TPU")\n'
+            "    return 'torch.backends.cudnn.benchmark = True'\n",
+            why="strings and docstrings that mention CUDA calls",
+        ),
+        Valid(
+            "import torch\n\nuse_cuda = torch.cuda.is_available()\n",
+            why="is_available belongs to the device-placement rule",
+        ),
+        Valid(
+            "from types import SimpleNamespace\n\n"
+            "cfg = SimpleNamespace(cudnn=SimpleNamespace(benchmark=False))\n"
+            "cfg.cudnn.benchmark = True\nstream = cfg.cuda_stream\n",
+            why="a config object with cudnn / cuda attributes is not torch",
+        ),
+        Valid(
+            "import torch\n\n\ndef step(torch):\n    torch.cuda.synchronize()\n",
+            why="a parameter shadows the torch module",
+        ),
+        Valid(
+            "import triton_utils\n\n\n@triton_utils.cached\ndef f():\n    pass\n",
+            why="a module whose name starts with triton is not Triton",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n\nx = torch.ones(2)\ntorch.cuda.synchronize()\n",
+            "import torch\nimport torch_xla.core.xla_model as xm\n\nx = torch.ones(2)\n"
+            "xm.wait_device_ops()\n",
+            why="synchronize outside a training loop waits for the device",
+        ),
+        Invalid(
+            "from torch import cuda\n\ncuda.synchronize()\ncuda.empty_cache()\n",
+            "import torch_xla.core.xla_model as xm\n\nxm.wait_device_ops()\n",
+            why="from torch import cuda; the import goes once unused",
+        ),
+        Invalid(
+            "from torch.cuda import empty_cache, synchronize\n\nsynchronize(0)\nempty_cache()\n",
+            "import torch_xla.core.xla_model as xm\n\nxm.wait_device_ops()\n",
+            why="names imported from torch.cuda; the device argument is dropped",
+        ),
+        Invalid(
+            "import torch\n\n\ndef cleanup(model):\n    del model\n"
+            "    torch.cuda.empty_cache()\n    torch.cuda.reset_peak_memory_stats()\n"
+            "    torch.cuda.reset_max_memory_allocated()\n    torch.cuda.ipc_collect()\n"
+            "    torch.cuda.init()\n    return torch.zeros(1)\n",
+            "import torch\n\n\ndef cleanup(model):\n    del model\n    return torch.zeros(1)\n",
+            why="memory housekeeping calls are no-ops on XLA",
+        ),
+        Invalid(
+            "import torch\n\n\ndef main_worker(gpu, args):\n    if args.gpu is not None:\n"
+            "        torch.cuda.set_device(args.gpu)\n    return torch.zeros(1)\n",
+            "import torch\n\n\ndef main_worker(gpu, args):\n    if args.gpu is not None:\n"
+            "        pass\n    return torch.zeros(1)\n",
+            why="the only statement of an if block becomes pass",
+        ),
+        Invalid(
+            "import torch\n\nif args.gpu is not None: torch.cuda.set_device(args.gpu)\n"
+            "x = torch.zeros(1); torch.cuda.empty_cache(); y = x + 1\n",
+            "import torch\n\nif args.gpu is not None: pass\nx = torch.zeros(1); y = x + 1\n",
+            why="one-line suites and semicolon-separated statements",
+        ),
+        Invalid(
+            "import torch\n\n\ndef evaluate(model):\n    model.eval()\n\n"
+            "    # free the training activations first\n    torch.cuda.empty_cache()\n"
+            "    out = model(x)\n    # release the cache again\n    torch.cuda.empty_cache()\n"
+            "    return out\n\n\ndef teardown():\n    # done: hand memory back\n"
+            "    torch.cuda.empty_cache()\n",
+            "import torch\n\n\ndef evaluate(model):\n    model.eval()\n\n"
+            "    # free the training activations first\n    out = model(x)\n"
+            "    # release the cache again\n    return out\n\n\ndef teardown():\n"
+            "    # done: hand memory back\n    pass\n",
+            why="comment lines above a deleted statement are kept",
+        ),
+        Invalid(
+            "import torch\n\n\ndef finish(model):\n    model.eval()\n    # last: drop the cache\n"
+            "    torch.cuda.empty_cache()\n\n\nx = 1\n",
+            "import torch\n\n\ndef finish(model):\n    model.eval()\n    # last: drop the cache\n"
+            "\n\nx = 1\n",
+            why="the comment above a deleted last statement stays at the end of its block",
+        ),
+        Invalid(
+            "import torch\nimport torch.backends.cudnn as cudnn\n\n"
+            "model = torch.nn.Linear(2, 2)\ncudnn.benchmark = True\n"
+            "cudnn.deterministic = False\ntorch.backends.cudnn.enabled = True\n",
+            "import torch\n\nmodel = torch.nn.Linear(2, 2)\n",
+            why="import torch.backends.cudnn as cudnn: switches deleted, the import released",
+        ),
+        Invalid(
+            "import torch\nfrom torch.backends import cudnn\n\n\ndef setup(args):\n"
+            "    cudnn.benchmark = not args.deterministic\n    return torch.Generator()\n",
+            "import torch\n\n\ndef setup(args):\n    return torch.Generator()\n",
+            why="from torch.backends import cudnn",
+        ),
+        Invalid(
+            "import torch\n\ntorch.backends.cuda.matmul.allow_tf32 = True\n"
+            "torch.backends.cudnn.allow_tf32 = True\n"
+            "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False\n"
+            "model = torch.nn.Linear(2, 2)\n",
+            "import torch\n\nmodel = torch.nn.Linear(2, 2)\n",
+            why="tf32 allowed / reduced-precision switches are TPU defaults already",
+        ),
+        Invalid(
+            "import torch\n\n"
+            "torch.backends.cudnn.benchmark = torch.backends.cudnn.deterministic = True\n"
+            "x = torch.zeros(1)\n",
+            "import torch\n\nx = torch.zeros(1)\n",
+            why="chained assignment of two switches",
+        ),
+        Invalid(
+            "import torch\n\ntorch.backends.cuda.matmul.allow_tf32 = False\n",
+            "import torch\n\n"
+            "# TODO(tpu-migrate): TPU201 for fp32 matmuls on TPU use "
+            "torch_xla.backends.set_mat_mul_precision('highest')\n"
+            "torch.backends.cuda.matmul.allow_tf32 = False\n",
+            findings=["TPU201"],
+            why="asking for full fp32 matmuls is a decision for a human",
+        ),
+        Invalid(
+            "import torch\n\nif torch.backends.cudnn.is_available():\n    print(cudnn_version)\n",
+            "import torch\n\n"
+            "# TODO(tpu-migrate): TPU201 cuDNN does not exist on XLA; this has no effect on TPU\n"
+            "if torch.backends.cudnn.is_available():\n    print(cudnn_version)\n",
+            findings=["TPU201"],
+            why="a cudnn read that is not a deleted switch",
+        ),
+        Invalid(
+            "import random\n\nimport torch\n\n\ndef seed_everything(seed):\n"
+            "    random.seed(seed)\n    torch.manual_seed(seed)\n    torch.cuda.manual_seed(seed)\n"
+            "    torch.cuda.manual_seed_all(seed)\n",
+            "import random\n\nimport torch\nimport torch_xla\n\n\ndef seed_everything(seed):\n"
+            "    random.seed(seed)\n    torch.manual_seed(seed)\n    torch_xla.manual_seed(seed)\n",
+            why="CUDA seeding becomes XLA seeding; the duplicate is merged",
+        ),
+        Invalid(
+            "import torch\n\nn = torch.cuda.device_count()\nbf16 = torch.cuda.is_bf16_supported()\n",
+            "import torch\nimport torch_xla\nimport torch_xla.runtime as xr\n\n"
+            "n = torch_xla.device_count()\n"
+            "bf16 = xr.is_bf16_supported()\n",
+            why="device count and bf16 support",
+        ),
+        Invalid(
+            "import torch\nimport torch.multiprocessing as mp\n\n\ndef main(args):\n"
+            "    ngpus = torch.cuda.device_count()\n"
+            "    mp.spawn(main_worker, nprocs=ngpus, args=(args,))\n",
+            "import torch\nimport torch.multiprocessing as mp\n\n\ndef main(args):\n"
+            "    # TODO(tpu-migrate): TPU201 no XLA call may run before launch; move this into the "
+            "launched function\n"
+            "    ngpus = torch.cuda.device_count()\n"
+            "    mp.spawn(main_worker, nprocs=ngpus, args=(args,))\n",
+            findings=["TPU201"],
+            why="torch_xla.device_count() before a launch would start the runtime too early",
+        ),
+        Invalid(
+            "import torch\n\n\ndef log_memory(device):\n    used = torch.cuda.memory_allocated(device)\n"
+            "    peak = torch.cuda.max_memory_allocated() / 2**30\n"
+            '    print(f"peak {torch.cuda.max_memory_allocated() / 1e9:.2f} GB")\n'
+            "    return used, peak\n",
+            "import torch\nimport torch_xla.core.xla_model as xm\n\n\ndef log_memory(device):\n"
+            '    used = xm.get_memory_info(device)["bytes_used"]\n'
+            '    peak = xm.get_memory_info(device)["peak_bytes_used"] / 2**30\n'
+            "    print(f\"peak {xm.get_memory_info(device)['peak_bytes_used'] / 1e9:.2f} GB\")\n"
+            "    return used, peak\n",
+            why="memory stats use the device in scope; quotes inside an f-string differ",
+        ),
+        Invalid(
+            "import torch\n\nname = torch.cuda.get_device_name(0)\n"
+            "used = torch.cuda.memory_allocated()\n",
+            "import torch\nimport torch_xla\nimport torch_xla.core.xla_model as xm\n\n"
+            "name = xm.xla_device_kind(torch_xla.device())\n"
+            'used = xm.get_memory_info(torch_xla.device())["bytes_used"]\n',
+            why="no device variable in scope: torch_xla.device()",
+        ),
+        Invalid(
+            "import torch\n\nidx = torch.cuda.current_device()\nr = torch.cuda.memory_reserved()\n",
+            "import torch\n\n"
+            "# TODO(tpu-migrate): TPU201 a CUDA device index has no meaning on XLA; use "
+            "torch_xla.device()\nidx = torch.cuda.current_device()\n"
+            "# TODO(tpu-migrate): TPU201 no reserved-memory stat on XLA; "
+            "xm.get_memory_info(device) has bytes_*\nr = torch.cuda.memory_reserved()\n",
+            findings=["TPU201", "TPU201"],
+            why="device index and reserved memory have no XLA meaning",
+        ),
+        Invalid(
+            "import torch\n\nprops = torch.cuda.get_device_properties(0)\n"
+            "free, total = torch.cuda.mem_get_info()\nstate = torch.cuda.get_rng_state()\n",
+            "import torch\n\n"
+            "# TODO(tpu-migrate): TPU201 no device properties on XLA; xm.xla_device_kind(device) "
+            "names the chip\nprops = torch.cuda.get_device_properties(0)\n"
+            "# TODO(tpu-migrate): TPU201 no CUDA memory report on XLA; use "
+            "xm.get_memory_info(device)\nfree, total = torch.cuda.mem_get_info()\n"
+            "# TODO(tpu-migrate): TPU201 use xm.get_rng_state() / xm.set_rng_state() for the XLA "
+            "generator\nstate = torch.cuda.get_rng_state()\n",
+            findings=["TPU201"] * 3,
+            why="device properties, free memory and the CUDA RNG state",
+        ),
+        Invalid(
+            "import torch\n\n\ndef overlap(x, y):\n    side = torch.cuda.Stream()\n"
+            "    start = torch.cuda.Event(enable_timing=True)\n"
+            "    with torch.cuda.stream(side):\n        z = x @ y\n"
+            "    torch.cuda.current_stream().wait_stream(side)\n    return z, start\n",
+            "import torch\n\n\ndef overlap(x, y):\n"
+            "    # TODO(tpu-migrate): TPU201 CUDA streams have no XLA equivalent; XLA orders "
+            "device work itself\n    side = torch.cuda.Stream()\n"
+            "    # TODO(tpu-migrate): TPU201 CUDA events have no XLA equivalent; time with "
+            "xm.wait_device_ops()\n    start = torch.cuda.Event(enable_timing=True)\n"
+            "    # TODO(tpu-migrate): TPU201 CUDA streams have no XLA equivalent; XLA orders "
+            "device work itself\n    with torch.cuda.stream(side):\n        z = x @ y\n"
+            "    # TODO(tpu-migrate): TPU201 CUDA streams have no XLA equivalent; XLA orders "
+            "device work itself\n    torch.cuda.current_stream().wait_stream(side)\n"
+            "    return z, start\n",
+            findings=["TPU201"] * 4,
+            why="streams and events, one marker per statement",
+        ),
+        Invalid(
+            "import torch\n\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    y = f(x)\n"
+            "torch.cuda.nvtx.range_push('fwd')\nstats = torch.cuda.memory_summary()\n",
+            "import torch\n\n"
+            "# TODO(tpu-migrate): TPU201 CUDA graphs have no XLA equivalent; torch_xla.compile "
+            "caches graphs\ng = torch.cuda.CUDAGraph()\n"
+            "# TODO(tpu-migrate): TPU201 CUDA graphs have no XLA equivalent; torch_xla.compile "
+            "caches graphs\nwith torch.cuda.graph(g):\n    y = f(x)\n"
+            "# TODO(tpu-migrate): TPU201 NVTX ranges are CUDA-only; use xp.Trace from "
+            "torch_xla.debug.profiler\ntorch.cuda.nvtx.range_push('fwd')\n"
+            "# TODO(tpu-migrate): TPU201 no CUDA memory report on XLA; use "
+            "xm.get_memory_info(device)\nstats = torch.cuda.memory_summary()\n",
+            findings=["TPU201"] * 4,
+            why="CUDA graphs, NVTX and the memory summary",
+        ),
+        Invalid(
+            "from torch.cuda.amp import GradScaler, autocast\n\nscaler = GradScaler()\n"
+            "with autocast():\n    loss = model(x)\n",
+            "from torch.cuda.amp import GradScaler, autocast\n\n"
+            "# TODO(tpu-migrate): TPU201 use torch.autocast('xla', dtype=torch.bfloat16); "
+            "GradScaler is not needed with bf16\nscaler = GradScaler()\n"
+            "# TODO(tpu-migrate): TPU201 use torch.autocast('xla', dtype=torch.bfloat16); "
+            "GradScaler is not needed with bf16\nwith autocast():\n    loss = model(x)\n",
+            findings=["TPU201", "TPU201"],
+            why="torch.cuda.amp is flagged for the AMP rule",
+        ),
+        Invalid(
+            "import atexit\n\nimport torch\n\natexit.register(torch.cuda.empty_cache)\n"
+            "try:\n    y = model(x)\nexcept torch.cuda.OutOfMemoryError:\n    y = None\n",
+            "import atexit\n\nimport torch\n\n"
+            "# TODO(tpu-migrate): TPU201 CUDA-only API with no XLA equivalent; drop this use\n"
+            "atexit.register(torch.cuda.empty_cache)\n"
+            "# TODO(tpu-migrate): TPU201 XLA reports out-of-memory as RuntimeError "
+            "(RESOURCE_EXHAUSTED)\ntry:\n    y = model(x)\nexcept torch.cuda.OutOfMemoryError:\n"
+            "    y = None\n",
+            findings=["TPU201", "TPU201"],
+            why="references that are not calls cannot be rewritten in place",
+        ),
+        Invalid(
+            "from torch.utils.cpp_extension import load\n\n"
+            "ops = load(name='fused', sources=['fused.cpp', 'fused_kernel.cu'])\n",
+            "from torch.utils.cpp_extension import load\n\n"
+            "# TODO(tpu-migrate): TPU202 custom C++/CUDA kernels do not run on XLA; use XLA ops "
+            "or a Pallas kernel\nops = load(name='fused', sources=['fused.cpp', "
+            "'fused_kernel.cu'])\n",
+            findings=["TPU202"],
+            why="a custom CUDA extension",
+        ),
+        Invalid(
+            "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+            "def add_kernel(x_ptr, n: tl.constexpr):\n    pid = tl.program_id(0)\n",
+            "# TODO(tpu-migrate): TPU202 Triton kernels do not run on TPU; use XLA ops or a "
+            "Pallas kernel\nimport triton\n"
+            "# TODO(tpu-migrate): TPU202 Triton kernels do not run on TPU; use XLA ops or a "
+            "Pallas kernel\nimport triton.language as tl\n\n\n"
+            "# TODO(tpu-migrate): TPU202 Triton kernels do not run on TPU; use XLA ops or a "
+            "Pallas kernel\n@triton.jit\ndef add_kernel(x_ptr, n: tl.constexpr):\n"
+            "    pid = tl.program_id(0)\n",
+            findings=["TPU202"] * 3,
+            why="Triton imports and kernels",
+        ),
+        Invalid(
+            "# Copyright 2025 Example Inc.\nimport triton\n",
+            "# Copyright 2025 Example Inc.\n"
+            "# TODO(tpu-migrate): TPU202 Triton kernels do not run on TPU; use XLA ops or a "
+            "Pallas kernel\nimport triton\n",
+            findings=["TPU202"],
+            why="a marker on a file's first statement is not repeated (it parses into the header)",
+        ),
+        Invalid(
+            "import torch\n\n\ndef train(model, loader, opt):\n    for epoch in range(3):\n"
+            "        for x, y in loader:\n            opt.zero_grad()\n"
+            "            loss = model(x, y)\n            loss.backward()\n            opt.step()\n"
+            "            torch.cuda.synchronize()\n        torch.cuda.synchronize()\n",
+            "import torch\nimport torch_xla.core.xla_model as xm\n\n\n"
+            "def train(model, loader, opt):\n    for epoch in range(3):\n"
+            "        for x, y in loader:\n            opt.zero_grad()\n"
+            "            loss = model(x, y)\n            loss.backward()\n            opt.step()\n"
+            "        xm.wait_device_ops()\n",
+            why="per-step synchronize is deleted; the per-epoch one waits",
+        ),
+        Invalid(
+            "import torch\n\n\ndef train(model, loader, opt):\n"
+            "    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
+            "        opt.step()\n        if step % 100 == 0:\n"
+            "            # make the log line accurate\n            torch.cuda.synchronize()\n",
+            "import torch\n\n\ndef train(model, loader, opt):\n"
+            "    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
+            "        opt.step()\n        if step % 100 == 0:\n"
+            "            # make the log line accurate\n            pass\n",
+            why="a periodic untimed wait inside the training loop is deleted too",
+        ),
+        Invalid(
+            "import time\n\nimport torch\n\n\ndef train(model, loader, opt):\n"
+            "    for x, y in loader:\n        t0 = time.perf_counter()\n"
+            "        model(x, y).backward()\n        opt.step()\n        torch.cuda.synchronize()\n"
+            "        print(time.perf_counter() - t0)\n",
+            "import time\n\nimport torch\nimport torch_xla.core.xla_model as xm\n\n\n"
+            "def train(model, loader, opt):\n"
+            "    for x, y in loader:\n        t0 = time.perf_counter()\n"
+            "        model(x, y).backward()\n        opt.step()\n        xm.wait_device_ops()\n"
+            "        print(time.perf_counter() - t0)\n",
+            why="a timed training step keeps its wait",
+        ),
+    ]
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._call_rewrites: dict[int, Replace] = {}  # id(original Call) -> rewrite
+        self._removed_statements: set[int] = set()  # id(original small statement)
+        self._dropped_lines: set[int] = set()  # id(original line) whose statements all went
+        self._seed_lines: set[int] = set()  # id(original line) that became one seeding call
+        self._launcher_scopes: dict[int, bool] = {}
+
+    # ----------------------------------------------------------------- deciding (original nodes)
+    def visit_Import(self, node: cst.Import) -> bool:
+        if any(_is_triton_module(cst.Module([]).code_for_node(a.name)) for a in node.names):
+            self.flag(node, TRITON.code, TRITON.message)
+        return False  # imported names are bindings, not uses
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        module = cst.Module([]).code_for_node(node.module) if node.module else ""
+        if not node.relative and _is_triton_module(module):
+            self.flag(node, TRITON.code, TRITON.message)
+        return False
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        target = node.decorator.func if isinstance(node.decorator, cst.Call) else node.decorator
+        if any(_is_triton_module(name) for name in self.qualified_names(target)):
+            self.flag(node, TRITON.code, TRITON.message)
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        switches = [self._backend_switch(target.target) for target in node.targets]
+        if not all(switches):
+            return True
+        is_true = isinstance(node.value, cst.Name) and node.value.value == "True"
+        flags = [BACKEND_SWITCHES[name] for name in switches if BACKEND_SWITCHES[name]]
+        if flags and not is_true:
+            self.flag(node, flags[0].code, flags[0].message)
+            return False
+        if self._remove_statement(node):
+            for target in node.targets:
+                self._release(target.target)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._visit_reference(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._visit_reference(node)
+
+    def _visit_reference(self, node: cst.Name | cst.Attribute) -> None:
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        if isinstance(parent, cst.Attribute) or not _is_dotted_name(node):
+            return  # only a whole dotted name counts: not its parts, not `f().x`
+        matches = [(name, action_for(name)) for name in sorted(self.qualified_names(node))]
+        matches = [(name, action) for name, action in matches if action is not None]
+        if not matches:
+            return
+        _, action = matches[0]
+        call = parent if isinstance(parent, cst.Call) and parent.func is node else None
+        self._apply(action, node, call)
+
+    def _apply(self, action: Action, node: cst.CSTNode, call: cst.Call | None) -> None:
+        if isinstance(action, Keep):
+            return
+        if isinstance(action, Flag):
+            self.flag(call or node, action.code, action.message)
+        elif call is None:
+            hint = (
+                action.template.format(device="device", q='"')
+                if isinstance(action, Replace)
+                else None
+            )
+            message = f"CUDA-only API; use {hint} instead" if hint else REMOVABLE_HERE
+            self.flag(node, CUDA_ONLY, message)
+        elif isinstance(action, Remove):
+            if not self._remove_call_statement(call):
+                self.flag(call, CUDA_ONLY, REMOVABLE_HERE)
+        elif action.drop_per_step and self._runs_every_untimed_step(call):
+            self._remove_call_statement(call)
+        elif self._in_launcher_scope(call):
+            self.flag(call, CUDA_ONLY, BEFORE_LAUNCH)
+        else:
+            self._plan_replacement(action, call)
+
+    def _plan_replacement(self, action: Replace, call: cst.Call) -> None:
+        self._call_rewrites[id(call)] = action
+        if action is XLA_MANUAL_SEED:
+            statement = self._statement_of_call(call)
+            line = self.get_metadata(ParentNodeProvider, statement, None) if statement else None
+            if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+                self._seed_lines.add(id(line))
+
+    def _remove_call_statement(self, call: cst.Call) -> bool:
+        statement = self._statement_of_call(call)
+        if statement is None or not self._remove_statement(statement):
+            return False
+        self._release(call.func)
+        return True
+
+    def _remove_statement(self, statement: cst.BaseSmallStatement) -> bool:
+        line = self.get_metadata(ParentNodeProvider, statement, None)
+        if not isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return False
+        self._removed_statements.add(id(statement))
+        self.record_rewrite()
+        return True
+
+    def _statement_of_call(self, call: cst.Call) -> cst.Expr | None:
+        """The expression statement that is exactly ``call``, if it is one."""
+        parent = self.get_metadata(ParentNodeProvider, call, None)
+        return parent if isinstance(parent, cst.Expr) and parent.value is call else None
+
+    def _release(self, reference: cst.BaseExpression) -> None:
+        """Drop the import behind ``reference`` if it ends up unused, except ``import torch``:
+        a PyTorch script keeps it (only toy files would lose it)."""
+        root = reference
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not (isinstance(root, cst.Name) and root.value == "torch"):
+            self.release_binding(reference)
+
+    def _backend_switch(self, target: cst.BaseExpression) -> str | None:
+        names = self.qualified_names(target) & BACKEND_SWITCHES.keys()
+        return min(names) if names else None
+
+    # ----------------------------------------------------------------- context questions
+    def _runs_every_untimed_step(self, call: cst.Call) -> bool:
+        """``call`` is a statement of a loop that runs ``.backward()`` and is not being timed."""
+        statement = self._statement_of_call(call)
+        loop = self._innermost_loop(statement) if statement is not None else None
+        if loop is None:
+            return False
+        is_training_step = any(
+            self._is_backward(node) for node in _descendants(loop.body, (*SCOPE_BOUNDARIES, *LOOPS))
+        )
+        is_timed = any(
+            isinstance(node, cst.Call) and self.is_name(node.func, *TIMERS)
+            for node in _descendants(loop.body, SCOPE_BOUNDARIES)
+        )
+        return is_training_step and not is_timed
+
+    def _innermost_loop(self, node: cst.CSTNode) -> cst.For | cst.While | None:
+        child, parent = node, self.get_metadata(ParentNodeProvider, node, None)
+        while parent is not None and not isinstance(parent, (*SCOPE_BOUNDARIES, cst.Module)):
+            if isinstance(parent, LOOPS):
+                return parent if child is parent.body else None
+            child, parent = parent, self.get_metadata(ParentNodeProvider, parent, None)
+        return None
+
+    def _is_backward(self, node: cst.CSTNode) -> bool:
+        if not isinstance(node, cst.Call):
+            return False
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward":
+            return True
+        return self.is_name(node.func, "torch.autograd.backward")
+
+    def _in_launcher_scope(self, node: cst.CSTNode) -> bool:
+        """The function (or module) around ``node`` also starts worker processes."""
+        scope = self.get_metadata(ParentNodeProvider, node, None)
+        while scope is not None and not isinstance(scope, (cst.FunctionDef, cst.Module)):
+            scope = self.get_metadata(ParentNodeProvider, scope, None)
+        if scope is None:
+            return False
+        if id(scope) not in self._launcher_scopes:
+            self._launcher_scopes[id(scope)] = any(
+                isinstance(inner, cst.Call) and self.is_name(inner.func, *LAUNCHERS)
+                for inner in _descendants(scope, SCOPE_BOUNDARIES)
+            )
+        return self._launcher_scopes[id(scope)]
+
+    def _quote_for(self, node: cst.CSTNode) -> str:
+        """A string quote that may appear at ``node``: inside an f-string, not the f-string's own."""
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        while parent is not None:
+            if isinstance(parent, cst.FormattedString):
+                return "'" if parent.start.endswith('"') else '"'
+            parent = self.get_metadata(ParentNodeProvider, parent, None)
+        return '"'
+
+    # ----------------------------------------------------------------- rewriting
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        action = self._call_rewrites.get(id(original_node))
+        if action is None:
+            return updated_node
+        device = ""
+        if "{device}" in action.template:
+            device = cst.Module([]).code_for_node(self.device_expression(original_node))
+        new = cst.parse_expression(
+            action.template.format(device=device, q=self._quote_for(original_node))
+        )
+        for spec in action.imports:
+            self.require_import(spec)
+        self._release(original_node.func)
+        self.record_rewrite()
+        if action.keep_args and isinstance(new, cst.Call):
+            return updated_node.with_changes(func=new.func)
+        return new.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine:
+        body = self._kept_statements(original_node.body, updated_node.body)
+        if not body:
+            self._dropped_lines.add(id(original_node))  # the enclosing block drops it
+            return updated_node
+        return updated_node.with_changes(body=body)
+
+    def leave_SimpleStatementSuite(
+        self, original_node: cst.SimpleStatementSuite, updated_node: cst.SimpleStatementSuite
+    ) -> cst.SimpleStatementSuite:
+        body = self._kept_statements(original_node.body, updated_node.body)
+        return updated_node.with_changes(body=body or [cst.Pass()])
+
+    def _kept_statements(
+        self, original: Sequence[cst.BaseSmallStatement], updated: Sequence[cst.BaseSmallStatement]
+    ) -> list[cst.BaseSmallStatement]:
+        kept = [
+            new for old, new in zip(original, updated) if id(old) not in self._removed_statements
+        ]
+        if kept and len(kept) < len(updated):
+            kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+        return kept if len(kept) < len(updated) else list(updated)
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        return self._without_dropped_lines(original_node, updated_node, empty_body_needs_pass=True)
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        return self._without_dropped_lines(original_node, updated_node, empty_body_needs_pass=False)
+
+    def _without_dropped_lines(
+        self, original: Block, updated: Block, empty_body_needs_pass: bool
+    ) -> Block:
+        """Drop deleted lines (and repeated seeding calls) from a block; their leading comment
+        lines move to the next statement, or to the end of the block."""
+        body: list[cst.BaseStatement] = []
+        carried: list[cst.EmptyLine] = []
+        for old, new in zip(original.body, updated.body):
+            if id(old) in self._dropped_lines or self._repeats_previous_seed(old, new, body):
+                carried.extend(new.leading_lines)
+                continue
+            if carried:
+                new = new.with_changes(leading_lines=_merge_lines(carried, new.leading_lines))
+                carried = []
+            body.append(new)
+        if len(body) == len(updated.body):
+            return updated
+        leftover = list(carried) if any(line.comment for line in carried) else []
+        if not body and empty_body_needs_pass:
+            return updated.with_changes(
+                body=[cst.SimpleStatementLine([cst.Pass()], leading_lines=leftover)]
+            )
+        return updated.with_changes(body=body, footer=[*leftover, *updated.footer])
+
+    def _repeats_previous_seed(
+        self, old: cst.BaseStatement, new: cst.BaseStatement, kept: list[cst.BaseStatement]
+    ) -> bool:
+        if id(old) not in self._seed_lines or not kept:
+            return False
+        previous = kept[-1]
+        if not (isinstance(previous, cst.SimpleStatementLine) and len(previous.body) == 1):
+            return False
+        assert isinstance(new, cst.SimpleStatementLine)
+        code = cst.Module([]).code_for_node
+        if code(previous.body[0]) != code(new.body[0]):
+            return False
+        self.record_rewrite()
+        return True
+
+
+def _is_dotted_name(node: cst.BaseExpression) -> bool:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)
+
+
+def _is_triton_module(name: str) -> bool:
+    return name == "triton" or name.startswith("triton.")
+
+
+def _descendants(
+    node: cst.CSTNode, boundaries: tuple[type[cst.CSTNode], ...]
+) -> Iterator[cst.CSTNode]:
+    """Every node under ``node`` (itself excluded), not entering nested ``boundaries``."""
+    for child in node.children:
+        yield child
+        if not isinstance(child, boundaries):
+            yield from _descendants(child, boundaries)
+
+
+def _merge_lines(carried: list[cst.EmptyLine], own: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """``carried`` then ``own``, with no more consecutive blank lines than either had alone."""
+    limit = max(_longest_blank_run(carried), _longest_blank_run(own))
+    merged: list[cst.EmptyLine] = []
+    run = 0
+    for line in [*carried, *own]:
+        run = 0 if line.comment else run + 1
+        if run <= limit:
+            merged.append(line)
+    return merged
+
+
+def _longest_blank_run(lines: Sequence[cst.EmptyLine]) -> int:
+    longest = run = 0
+    for line in lines:
+        run = 0 if line.comment else run + 1
+        longest = max(longest, run)
+    return longest

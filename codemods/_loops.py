@@ -1,0 +1,550 @@
+"""Loops, loaders and statement edits shared by TPU103 (parallel loader) and TPU102 (step boundary).
+
+Everything here reads the *original* tree of a rule's pass (the one libcst computed metadata for):
+a rule builds a ``ModuleIndex`` in ``visit_Module``, plans its edits from it, and applies them in its
+``leave_*`` methods by the identity of the original nodes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Sequence
+
+import libcst as cst
+from libcst.metadata import ScopeProvider
+
+from ._base import TpuCodemod
+
+DATA_LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+MP_DEVICE_LOADERS = ("torch_xla.distributed.parallel_loader.MpDeviceLoader",)
+XLA_DEVICE_CALLS = (
+    "torch_xla.device",
+    "torch_xla.torch_xla.device",
+    "torch_xla.core.xla_model.xla_device",
+)
+# Inside the tpu-migrate pipeline imports are added once at the end, so a name an earlier rule
+# just wrote (``pl.MpDeviceLoader``) is not bound yet; it is recognised by its canonical spelling.
+CANONICAL_SPELLINGS = {
+    MP_DEVICE_LOADERS: ("pl.MpDeviceLoader",),
+    XLA_DEVICE_CALLS: ("torch_xla.device", "xm.xla_device"),
+}
+# Wrappers a batch loop puts around its loader -> True when the wrapper yields (index, batch).
+ITERABLE_WRAPPERS = {
+    "builtins.enumerate": True,
+    "tqdm.tqdm": False,
+    "tqdm.auto.tqdm": False,
+    "tqdm.notebook.tqdm": False,
+    "tqdm.std.tqdm": False,
+    "itertools.islice": False,
+}
+# A loop whose iterable mentions one of these words walks parameters, gradients or optimizers,
+# not batches: it is part of a training step, never the training loop itself.
+BOOKKEEPING_WORDS = frozenset(
+    {
+        "param", "params", "parameters", "grad", "grads", "gradients",
+        "opt", "opts", "optim", "optims", "optimizer", "optimizers", "optimiser", "optimisers",
+        "scheduler", "schedulers",
+    }
+)  # fmt: skip
+JUMPS = (cst.Continue, cst.Break)
+Owner = cst.FunctionDef | cst.Module
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def dotted_name(node: cst.CSTNode) -> str | None:
+    """``a.b.c`` for a chain of names, else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted_name(node.value)
+        return f"{base}.{node.attr.value}" if base else None
+    return None
+
+
+def identifier_words(name: str) -> set[str]:
+    """``optimizerD`` -> {"optimizer", "d"}; ``train_loader`` -> {"train", "loader"}."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    return {word for word in spaced.split("_") if word}
+
+
+def refers_to(rule: TpuCodemod, node: cst.CSTNode, qualified: Sequence[str]) -> bool:
+    """``node`` names one of ``qualified`` (imports resolved), or is spelled the canonical way
+    while its root name is not bound yet (an import a previous rule asked for)."""
+    names = rule.qualified_names(node)
+    if names:
+        return not names.isdisjoint(qualified)
+    return dotted_name(node) in CANONICAL_SPELLINGS.get(tuple(qualified), ())
+
+
+def calls(rule: TpuCodemod, node: cst.CSTNode, qualified: Sequence[str]) -> bool:
+    return isinstance(node, cst.Call) and refers_to(rule, node.func, qualified)
+
+
+def names_in_target(target: cst.CSTNode) -> list[str]:
+    """The plain names a ``for``/assignment target binds (``i, (x, y)`` -> i, x, y)."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in names_in_target(element.value)]
+    return []
+
+
+def positional_arguments(call: cst.Call) -> list[cst.Arg]:
+    return [arg for arg in call.args if arg.keyword is None and not arg.star]
+
+
+def without_items(items: Sequence, drop) -> list:
+    """Call arguments or dict elements minus those ``drop`` selects; the new last item inherits
+    the comma of the old last one, so ``f(a, b=1)`` -> ``f(a)`` and a multi-line call keeps its
+    trailing comma."""
+    kept = [item for item in items if not drop(item)]
+    if kept and items and drop(items[-1]):
+        kept[-1] = kept[-1].with_changes(comma=items[-1].comma)
+    return kept
+
+
+@dataclass(frozen=True)
+class Binding:
+    """``target = value`` somewhere in the module."""
+
+    statement: cst.SimpleStatementLine
+    target: cst.BaseExpression
+    value: cst.BaseExpression
+    owner: Owner
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the object a name or ``self`` attribute refers to comes from."""
+
+    bindings: tuple[Binding, ...] = ()
+    parameter: cst.Param | None = None
+    function: cst.FunctionDef | None = None  # the function owning ``parameter``
+
+
+class ModuleIndex:
+    """Parents, owners and plain assignments of one module, collected in a single walk."""
+
+    def __init__(self, rule: TpuCodemod, module: cst.Module) -> None:
+        self.rule = rule
+        self.module = module
+        self.parents: dict[int, cst.CSTNode] = {}
+        self.bindings: dict[int, Binding] = {}  # id(target Name) -> its binding
+        self.self_bindings: dict[tuple[int, str], list[Binding]] = {}  # (id(class), attr)
+        self.all_bindings: list[Binding] = []
+        self.calls: list[cst.Call] = []
+        self.for_loops: list[cst.For] = []
+        self.functions: list[cst.FunctionDef] = []
+        module.visit(_Collector(self))
+
+    # ------------------------------------------------------------------ tree navigation
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.parents.get(id(node))
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        current = self.parent(node)
+        while current is not None:
+            yield current
+            current = self.parent(current)
+
+    def owner(self, node: cst.CSTNode) -> Owner:
+        """The function (or the module) whose code ``node`` runs in."""
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Module)):
+                return ancestor
+        return self.module
+
+    def enclosing_class(self, function: Owner) -> cst.ClassDef | None:
+        block = self.parent(function)
+        holder = self.parent(block) if block is not None else None
+        return holder if isinstance(holder, cst.ClassDef) else None
+
+    def statement_of(self, node: cst.CSTNode) -> cst.BaseStatement | None:
+        for candidate in (node, *self.ancestors(node)):
+            if isinstance(candidate, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                return candidate
+        return None
+
+    def loops_around(self, node: cst.CSTNode) -> list[cst.For | cst.While]:
+        """Loops enclosing ``node`` in its own function, innermost first."""
+        loops = []
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Module)):
+                break
+            if isinstance(ancestor, (cst.For, cst.While)) and not self._in_loop_header(
+                node, ancestor
+            ):
+                loops.append(ancestor)
+        return loops
+
+    def _in_loop_header(self, node: cst.CSTNode, loop: cst.For | cst.While) -> bool:
+        body = loop.body
+        return not any(a is body or a is loop.orelse for a in (node, *self.ancestors(node)))
+
+    def training_loop_of(self, node: cst.CSTNode) -> cst.For | cst.While | None:
+        """The innermost loop around ``node`` that is not a parameter/optimizer walk."""
+        for loop in self.loops_around(node):
+            if not self.is_bookkeeping_loop(loop):
+                return loop
+        return None
+
+    def outermost_loop_of(self, node: cst.CSTNode) -> cst.For | cst.While | None:
+        loops = self.loops_around(node)
+        return loops[-1] if loops else None
+
+    def is_bookkeeping_loop(self, loop: cst.For | cst.While) -> bool:
+        if not isinstance(loop, cst.For):
+            return False
+        words: set[str] = set()
+        for node in walk_all(loop.iter):
+            if isinstance(node, cst.Name):
+                words |= identifier_words(node.value)
+        return not words.isdisjoint(BOOKKEEPING_WORDS)
+
+    def block_and_index(self, statement: cst.CSTNode) -> tuple[cst.CSTNode, int] | None:
+        """The body (IndentedBlock or Module) holding ``statement`` and its index there."""
+        block = self.parent(statement)
+        if isinstance(block, (cst.IndentedBlock, cst.Module)):
+            for index, candidate in enumerate(block.body):
+                if candidate is statement:
+                    return block, index
+        return None
+
+    def runs_after(self, statement: cst.BaseStatement, node: cst.CSTNode) -> bool:
+        """``node`` is in a statement that follows ``statement`` in the same body (or nested in
+        one), so whenever ``node`` runs, ``statement`` ran just before in that body."""
+        place = self.block_and_index(statement)
+        if place is None:
+            return False
+        block, index = place
+        for candidate in (node, *self.ancestors(node)):
+            if self.parent(candidate) is block:
+                later = block.body[index + 1 :]
+                return any(candidate is other for other in later)
+        return False
+
+    def position_of(self, node: cst.CSTNode) -> tuple[int, int]:
+        return self.rule.position(node)
+
+    # ------------------------------------------------------------------ what names refer to
+    def source_of(self, ref: cst.BaseExpression) -> Source | None:
+        """The assignments behind a name or ``self.attr``; None when they cannot be listed."""
+        if isinstance(ref, cst.Name):
+            return self._name_source(ref)
+        if (
+            isinstance(ref, cst.Attribute)
+            and isinstance(ref.value, cst.Name)
+            and ref.value.value == "self"
+        ):
+            cls = self.enclosing_class(self.owner(ref))
+            found = self.self_bindings.get((id(cls), ref.attr.value)) if cls else None
+            return Source(bindings=tuple(found)) if found else None
+        return None
+
+    def _name_source(self, name: cst.Name) -> Source | None:
+        try:
+            scope = self.rule.get_metadata(ScopeProvider, name)
+        except KeyError:
+            return None
+        if scope is None or name.value not in scope:
+            return None
+        assignments = list(scope[name.value])
+        if len(assignments) == 1 and isinstance(getattr(assignments[0], "node", None), cst.Param):
+            param = assignments[0].node
+            function = self.owner(param)
+            if isinstance(function, cst.FunctionDef):
+                return Source(parameter=param, function=function)
+            return None
+        found = [self.bindings.get(id(getattr(a, "node", None))) for a in assignments]
+        if not found or any(binding is None for binding in found):
+            return None
+        return Source(bindings=tuple(found))  # type: ignore[arg-type]
+
+    def binding_values(self, ref: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+        source = self.source_of(ref)
+        if source is None or not source.bindings:
+            return None
+        return [binding.value for binding in source.bindings]
+
+    def call_arguments(self, function: cst.FunctionDef, param: cst.Param) -> list[cst.BaseExpression]:
+        """What the calls of ``function`` in this module pass for ``param``."""
+        method = self.enclosing_class(function) is not None
+        positional = [*function.params.posonly_params, *function.params.params]
+        index = next((i for i, p in enumerate(positional) if p is param), None)
+        if method and index is not None:
+            index -= 1  # ``self.f(a)`` passes ``a`` as the second parameter
+        passed = []
+        for call in self.calls:
+            if not self._calls_function(call, function, method):
+                continue
+            for position, arg in enumerate(call.args):
+                if arg.star:
+                    break
+                if arg.keyword is not None:
+                    if arg.keyword.value == param.name.value:
+                        passed.append(arg.value)
+                elif position == index:
+                    passed.append(arg.value)
+        return passed
+
+    def calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
+        method = self.enclosing_class(function) is not None
+        return [call for call in self.calls if self._calls_function(call, function, method)]
+
+    def _calls_function(self, call: cst.Call, function: cst.FunctionDef, method: bool) -> bool:
+        name = function.name.value
+        func = call.func
+        if method:
+            return (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == name
+                and isinstance(func.value, cst.Name)
+                and func.value.value == "self"
+                and self.enclosing_class(self.owner(call)) is self.enclosing_class(function)
+            )
+        if not (isinstance(func, cst.Name) and func.value == name):
+            return False
+        try:
+            scope = self.rule.get_metadata(ScopeProvider, func)
+        except KeyError:
+            return False
+        return scope is not None and name in scope and any(
+            getattr(a, "node", None) is function for a in scope[name]
+        )
+
+    # ------------------------------------------------------------------ loaders
+    def unwrap_iterable(self, iterable: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+        """The loader inside ``enumerate(tqdm(loader))``, and whether an index comes first."""
+        indexed = False
+        while isinstance(iterable, cst.Call):
+            wrapper = next(
+                (q for q in self.rule.qualified_names(iterable.func) if q in ITERABLE_WRAPPERS),
+                None,
+            )
+            positional = positional_arguments(iterable)
+            if wrapper is None or not positional:
+                break
+            indexed = indexed or ITERABLE_WRAPPERS[wrapper]
+            iterable = positional[0].value
+        return iterable, indexed
+
+    def is_data_loader_call(self, node: cst.CSTNode) -> bool:
+        return calls(self.rule, node, DATA_LOADERS)
+
+    def is_device_loader_call(self, node: cst.CSTNode) -> bool:
+        return calls(self.rule, node, MP_DEVICE_LOADERS)
+
+    def traces_to_data_loader(self, ref: cst.BaseExpression) -> bool:
+        """A name or ``self`` attribute only ever assigned a ``DataLoader(...)``."""
+        values = self.binding_values(ref)
+        return bool(values) and all(self.is_data_loader_call(value) for value in values)
+
+    def device_loader_call(self, ref: cst.BaseExpression, depth: int = 2) -> cst.Call | None:
+        """The ``pl.MpDeviceLoader(...)`` call ``ref`` evaluates to, when that is certain: the
+        call itself, a name or ``self`` attribute only ever assigned from one, or a parameter every
+        caller in this module passes one for."""
+        if self.is_device_loader_call(ref):
+            return ref  # type: ignore[return-value]
+        if depth == 0:
+            return None
+        source = self.source_of(ref)
+        if source is None:
+            return None
+        if source.parameter is not None and source.function is not None:
+            passed = self.call_arguments(source.function, source.parameter)
+        else:
+            passed = [binding.value for binding in source.bindings]
+        found = [self.device_loader_call(value, depth - 1) for value in passed]
+        if found and all(found):
+            return found[0]
+        return None
+
+    def is_device_loop(self, loop: cst.CSTNode) -> bool:
+        if not isinstance(loop, cst.For):
+            return False
+        loader, _ = self.unwrap_iterable(loop.iter)
+        return self.device_loader_call(loader) is not None
+
+    def xla_device_names(self) -> set[str]:
+        """Dotted targets assigned from ``torch_xla.device()`` anywhere in the module."""
+        names = set()
+        for binding in self.all_bindings:
+            target = dotted_name(binding.target)
+            if target and calls(self.rule, binding.value, XLA_DEVICE_CALLS):
+                names.add(target)
+        return names
+
+
+class _Collector(cst.CSTVisitor):
+    def __init__(self, index: ModuleIndex) -> None:
+        self.index = index
+        self.stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.stack:
+            self.index.parents[id(node)] = self.stack[-1]
+        self.stack.append(node)
+        if isinstance(node, cst.Call):
+            self.index.calls.append(node)
+        elif isinstance(node, cst.For):
+            self.index.for_loops.append(node)
+        elif isinstance(node, cst.FunctionDef):
+            self.index.functions.append(node)
+        elif isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                for target, value in assigned_pairs(small):
+                    self._record(node, target, value)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+    def _record(self, statement: cst.SimpleStatementLine, target, value) -> None:
+        index = self.index
+        owner = next(
+            (n for n in reversed(self.stack) if isinstance(n, (cst.FunctionDef, cst.Module))),
+            index.module,
+        )
+        binding = Binding(statement, target, value, owner)
+        index.all_bindings.append(binding)
+        if isinstance(target, cst.Name):
+            index.bindings[id(target)] = binding
+        elif (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == "self"
+            and isinstance(owner, cst.FunctionDef)
+        ):
+            cls = next((n for n in reversed(self.stack) if isinstance(n, cst.ClassDef)), None)
+            if cls is not None:
+                index.self_bindings.setdefault((id(cls), target.attr.value), []).append(binding)
+
+
+def assigned_pairs(small: cst.BaseSmallStatement) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:
+    """(target, value) pairs of a plain assignment, element-wise for ``a, b = x, y``."""
+    if isinstance(small, cst.AnnAssign) and small.value is not None:
+        yield small.target, small.value
+    elif isinstance(small, cst.Assign):
+        for assign_target in small.targets:
+            target, value = assign_target.target, small.value
+            if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)):
+                elements = list(zip(target.elements, value.elements))
+                if len(target.elements) == len(value.elements) and not any(
+                    isinstance(e, cst.StarredElement) for pair in elements for e in pair
+                ):
+                    for left, right in elements:
+                        yield left.value, right.value
+            else:
+                yield target, value
+
+
+def walk_all(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    yield node
+    for child in node.children:
+        yield from walk_all(child)
+
+
+def walk_code(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node under ``node`` that runs as part of it (nested defs and classes excluded)."""
+    yield node
+    for child in node.children:
+        if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        yield from walk_code(child)
+
+
+# ---------------------------------------------------------------------------- statement edits
+@dataclass
+class BlockEdits:
+    """Statements to insert or remove, keyed by the identity of original nodes, applied when a
+    rule leaves the body (``IndentedBlock`` or ``Module``) holding them."""
+
+    before: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
+    after: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
+    at_end: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)  # id(block)
+    removed: set[int] = field(default_factory=set)
+
+    def insert_before(self, statement: cst.CSTNode, new: cst.BaseStatement) -> None:
+        self.before.setdefault(id(statement), []).append(new)
+
+    def insert_after(self, statement: cst.CSTNode, new: cst.BaseStatement) -> None:
+        self.after.setdefault(id(statement), []).append(new)
+
+    def append_to(self, block: cst.CSTNode, new: cst.BaseStatement) -> None:
+        self.at_end.setdefault(id(block), []).append(new)
+
+    def remove(self, statement: cst.CSTNode) -> None:
+        self.removed.add(id(statement))
+
+    def touches(self, original: cst.CSTNode) -> bool:
+        ids = {id(statement) for statement in original.body}
+        return (
+            id(original) in self.at_end
+            or not ids.isdisjoint(self.before)
+            or not ids.isdisjoint(self.after)
+            or not ids.isdisjoint(self.removed)
+        )
+
+    def apply(self, original, updated):
+        """``updated`` (an IndentedBlock or Module) with this body's edits applied."""
+        if not self.touches(original):
+            return updated
+        body: list[cst.BaseStatement] = []
+        carried: list[cst.EmptyLine] = []  # leading lines of removed statements
+        for old, new in zip(original.body, updated.body):
+            body.extend(self.before.get(id(old), ()))
+            if id(old) in self.removed:
+                carried.extend(new.leading_lines)
+                continue
+            if carried:
+                new = _with_carried_lines(new, carried, first=not body)
+                carried = []
+            body.append(new)
+            body.extend(self.after.get(id(old), ()))
+        appended = self.at_end.get(id(original), [])
+        if appended:
+            jump = len(body) if not body or not _is_jump(body[-1]) else len(body) - 1
+            body[jump:jump] = appended
+        footer = list(updated.footer)
+        if carried and any(line.comment for line in carried):
+            if not body:
+                body.append(cst.SimpleStatementLine([cst.Pass()], leading_lines=carried))
+            else:
+                footer = [line for line in carried if line.comment] + footer
+        elif not body:
+            body.append(cst.SimpleStatementLine([cst.Pass()]))
+        return updated.with_changes(body=body, footer=footer)
+
+
+def _with_carried_lines(statement, carried: list[cst.EmptyLine], first: bool):
+    """Keep the comments (and spacing) that sat above a removed statement."""
+    own = list(statement.leading_lines)
+    if not any(line.comment for line in carried):
+        carried = [] if own else carried
+    lines = carried + own
+    if first:  # black drops blank lines at the top of a block
+        while lines and lines[0].comment is None:
+            lines.pop(0)
+    return statement.with_changes(leading_lines=lines)
+
+
+def _is_jump(statement: cst.BaseStatement) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], JUMPS)
+    )
+
+
+def new_statement(code: str) -> cst.SimpleStatementLine:
+    statement = cst.parse_statement(code + "\n")
+    assert isinstance(statement, cst.SimpleStatementLine)
+    return statement
+
+
+def calls_in(node: cst.CSTNode) -> Iterable[cst.Call]:
+    return (n for n in walk_code(node) if isinstance(n, cst.Call))
