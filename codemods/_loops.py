@@ -1,8 +1,8 @@
 """Loops, loaders and statement edits shared by TPU103 (parallel loader) and TPU102 (step boundary).
 
-Everything here reads the *original* tree of a rule's pass (the one libcst computed metadata for):
-a rule builds a ``ModuleIndex`` in ``visit_Module``, plans its edits from it, and applies them in its
-``leave_*`` methods by the identity of the original nodes.
+Everything here reads the *original* tree of a rule's pass (the one libcst computed metadata
+for): a rule builds a ``ModuleIndex`` in ``visit_Module``, plans its edits from it, and applies
+them in its ``leave_*`` methods by the identity of the original nodes.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ XLA_DEVICE_CALLS = (
 # Inside the tpu-migrate pipeline imports are added once at the end, so a name an earlier rule
 # just wrote (``pl.MpDeviceLoader``) is not bound yet; it is recognised by its canonical spelling.
 CANONICAL_SPELLINGS = {
-    MP_DEVICE_LOADERS: ("pl.MpDeviceLoader",),
+    MP_DEVICE_LOADERS: ("pl.MpDeviceLoader", "MpDeviceLoader"),
     XLA_DEVICE_CALLS: ("torch_xla.device", "xm.xla_device"),
 }
 # Wrappers a batch loop puts around its loader -> True when the wrapper yields (index, batch).
@@ -71,17 +71,29 @@ def identifier_words(name: str) -> set[str]:
     return {word for word in spaced.split("_") if word}
 
 
-def refers_to(rule: TpuCodemod, node: cst.CSTNode, qualified: Sequence[str]) -> bool:
+def refers_to(
+    rule: TpuCodemod,
+    node: cst.CSTNode,
+    qualified: Sequence[str],
+    spellings: Sequence[str] | None = None,
+) -> bool:
     """``node`` names one of ``qualified`` (imports resolved), or is spelled the canonical way
-    while its root name is not bound yet (an import a previous rule asked for)."""
+    (``spellings``) while its root name is not bound yet: an import a previous rule asked for."""
     names = rule.qualified_names(node)
     if names:
         return not names.isdisjoint(qualified)
-    return dotted_name(node) in CANONICAL_SPELLINGS.get(tuple(qualified), ())
+    if spellings is None:
+        spellings = CANONICAL_SPELLINGS.get(tuple(qualified), ())
+    return dotted_name(node) in spellings
 
 
-def calls(rule: TpuCodemod, node: cst.CSTNode, qualified: Sequence[str]) -> bool:
-    return isinstance(node, cst.Call) and refers_to(rule, node.func, qualified)
+def calls(
+    rule: TpuCodemod,
+    node: cst.CSTNode,
+    qualified: Sequence[str],
+    spellings: Sequence[str] | None = None,
+) -> bool:
+    return isinstance(node, cst.Call) and refers_to(rule, node.func, qualified, spellings)
 
 
 def names_in_target(target: cst.CSTNode) -> list[str]:
@@ -91,6 +103,14 @@ def names_in_target(target: cst.CSTNode) -> list[str]:
     if isinstance(target, (cst.Tuple, cst.List)):
         return [name for element in target.elements for name in names_in_target(element.value)]
     return []
+
+
+def is_per_device_loader_call(node: cst.CSTNode) -> bool:
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "per_device_loader"
+    )
 
 
 def positional_arguments(call: cst.Call) -> list[cst.Arg]:
@@ -170,20 +190,17 @@ class ModuleIndex:
         return None
 
     def loops_around(self, node: cst.CSTNode) -> list[cst.For | cst.While]:
-        """Loops enclosing ``node`` in its own function, innermost first."""
+        """Loops whose body (not header, not ``else:``) holds ``node`` in its own function,
+        innermost first."""
         loops = []
+        previous = node
         for ancestor in self.ancestors(node):
             if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Module)):
                 break
-            if isinstance(ancestor, (cst.For, cst.While)) and not self._in_loop_header(
-                node, ancestor
-            ):
+            if isinstance(ancestor, (cst.For, cst.While)) and previous is ancestor.body:
                 loops.append(ancestor)
+            previous = ancestor
         return loops
-
-    def _in_loop_header(self, node: cst.CSTNode, loop: cst.For | cst.While) -> bool:
-        body = loop.body
-        return not any(a is body or a is loop.orelse for a in (node, *self.ancestors(node)))
 
     def training_loop_of(self, node: cst.CSTNode) -> cst.For | cst.While | None:
         """The innermost loop around ``node`` that is not a parameter/optimizer walk."""
@@ -227,9 +244,6 @@ class ModuleIndex:
                 return any(candidate is other for other in later)
         return False
 
-    def position_of(self, node: cst.CSTNode) -> tuple[int, int]:
-        return self.rule.position(node)
-
     # ------------------------------------------------------------------ what names refer to
     def source_of(self, ref: cst.BaseExpression) -> Source | None:
         """The assignments behind a name or ``self.attr``; None when they cannot be listed."""
@@ -270,7 +284,9 @@ class ModuleIndex:
             return None
         return [binding.value for binding in source.bindings]
 
-    def call_arguments(self, function: cst.FunctionDef, param: cst.Param) -> list[cst.BaseExpression]:
+    def call_arguments(
+        self, function: cst.FunctionDef, param: cst.Param
+    ) -> list[cst.BaseExpression]:
         """What the calls of ``function`` in this module pass for ``param``."""
         method = self.enclosing_class(function) is not None
         positional = [*function.params.posonly_params, *function.params.params]
@@ -312,8 +328,10 @@ class ModuleIndex:
             scope = self.rule.get_metadata(ScopeProvider, func)
         except KeyError:
             return False
-        return scope is not None and name in scope and any(
-            getattr(a, "node", None) is function for a in scope[name]
+        return (
+            scope is not None
+            and name in scope
+            and any(getattr(a, "node", None) is function for a in scope[name])
         )
 
     # ------------------------------------------------------------------ loaders
@@ -336,7 +354,8 @@ class ModuleIndex:
         return calls(self.rule, node, DATA_LOADERS)
 
     def is_device_loader_call(self, node: cst.CSTNode) -> bool:
-        return calls(self.rule, node, MP_DEVICE_LOADERS)
+        """``pl.MpDeviceLoader(...)``, or the pre-2.0 ``para_loader.per_device_loader(device)``."""
+        return calls(self.rule, node, MP_DEVICE_LOADERS) or is_per_device_loader_call(node)
 
     def traces_to_data_loader(self, ref: cst.BaseExpression) -> bool:
         """A name or ``self`` attribute only ever assigned a ``DataLoader(...)``."""
@@ -431,7 +450,9 @@ def assigned_pairs(small: cst.BaseSmallStatement) -> Iterator[tuple[cst.CSTNode,
     elif isinstance(small, cst.Assign):
         for assign_target in small.targets:
             target, value = assign_target.target, small.value
-            if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)):
+            if isinstance(target, (cst.Tuple, cst.List)) and isinstance(
+                value, (cst.Tuple, cst.List)
+            ):
                 elements = list(zip(target.elements, value.elements))
                 if len(target.elements) == len(value.elements) and not any(
                     isinstance(e, cst.StarredElement) for pair in elements for e in pair
@@ -498,7 +519,7 @@ class BlockEdits:
         for old, new in zip(original.body, updated.body):
             body.extend(self.before.get(id(old), ()))
             if id(old) in self.removed:
-                carried.extend(new.leading_lines)
+                carried.extend(_comment_lines(new))
                 continue
             if carried:
                 new = _with_carried_lines(new, carried, first=not body)
@@ -510,14 +531,20 @@ class BlockEdits:
             jump = len(body) if not body or not _is_jump(body[-1]) else len(body) - 1
             body[jump:jump] = appended
         footer = list(updated.footer)
-        if carried and any(line.comment for line in carried):
-            if not body:
-                body.append(cst.SimpleStatementLine([cst.Pass()], leading_lines=carried))
-            else:
-                footer = [line for line in carried if line.comment] + footer
-        elif not body:
-            body.append(cst.SimpleStatementLine([cst.Pass()]))
+        if not body:  # everything went: the block still needs a statement
+            body.append(_with_carried_lines(cst.SimpleStatementLine([cst.Pass()]), carried, True))
+        elif any(line.comment for line in carried):  # comments below the last statement
+            footer = [line for line in carried if line.comment] + footer
         return updated.with_changes(body=body, footer=footer)
+
+
+def _comment_lines(statement) -> list[cst.EmptyLine]:
+    """The lines above a statement, plus its trailing comment as a line of its own."""
+    lines = list(statement.leading_lines)
+    trailing = getattr(statement, "trailing_whitespace", None)
+    if trailing is not None and trailing.comment is not None:
+        lines.append(cst.EmptyLine(indent=True, comment=trailing.comment))
+    return lines
 
 
 def _with_carried_lines(statement, carried: list[cst.EmptyLine], first: bool):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider, ScopeProvider
+from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ._base import TORCH_XLA, Invalid, Safety, TpuCodemod, Valid
 
@@ -18,6 +18,10 @@ FALLBACK_TESTS = frozenset({"torch.backends.mps.is_available"})
 AVAILABILITY_TESTS = ACCELERATOR_TESTS | FALLBACK_TESTS
 CURRENT_ACCELERATOR = "torch.accelerator.current_accelerator"
 TORCH_DEVICE = "torch.device"
+# torch functions whose first argument (or `device=`) is the device to use.
+DEVICE_ARGUMENT_CALLS = frozenset({"torch.set_default_device"})
+# torch functions whose first argument (or `device_type=`) must be a device type string.
+DEVICE_TYPE_CALLS = frozenset({"torch.autocast", "torch.amp.autocast"})
 
 CUDA_DEVICE = re.compile(r"cuda(:\d+)?")  # "cuda", "cuda:0"
 CUDA_TEMPLATE = re.compile(r"cuda:(\{\w*\}|%[ds])")  # "cuda:{}".format(i), "cuda:%d" % i
@@ -75,7 +79,6 @@ class ChainDecision:
 
     kept: list  # (arm index, new test) of the arms that stay conditional, in order
     taken: Union[int, str, None]  # arm index (or ELSE) run when no kept arm is; None: nothing
-    changed: bool
 
 
 @dataclass
@@ -92,18 +95,27 @@ class BlockEdit:
 class DevicePlacement(TpuCodemod):
     """
     What it does
-        Makes every device choice and device move in a PyTorch script use the XLA device:
-        ``torch.device("cuda"...)``, ``torch.accelerator.current_accelerator()`` and
-        ``"cuda" if torch.cuda.is_available() else "cpu"`` become ``torch_xla.device()``;
-        ``.cuda(...)``, ``.to("cuda"...)`` and ``device="cuda"`` become ``.to(device)`` /
-        ``device=device`` (the ``device`` variable when it is bound there, ``self.device`` in a
-        method of a class that sets it in ``__init__``, else ``torch_xla.device()``).
-        Branches on accelerator availability (``torch.cuda.is_available()``,
-        ``torch.accelerator.is_available()`` and flags assigned from them such as ``use_cuda``)
-        collapse to the accelerator path, ``elif``/``else`` fallbacks (mps, cpu) go, and a flag
-        whose every use collapsed is removed. Device strings in configuration (``device = "cuda"``,
-        ``{"device": "cuda"}``, ``--device`` defaults and choices, ``device_type == "cuda"``)
-        become ``"xla"``.
+        Makes every device choice and device move in a PyTorch script use the XLA device.
+
+        - ``torch.device("cuda"...)``, ``torch.accelerator.current_accelerator()`` and
+          ``"cuda" if <anything> else "cpu"`` become ``torch_xla.device()``
+          (``current_accelerator().type`` becomes ``"xla"``).
+        - ``.cuda(...)``, ``.to("cuda"...)`` and ``device="cuda"`` of torch calls become
+          ``.to(device)`` / ``device=device``: the ``device`` variable where it is bound,
+          ``self.device`` in a method of a class whose ``__init__`` sets it, else
+          ``torch_xla.device()``. ``non_blocking`` goes with the CUDA device.
+        - Branches on availability (``torch.cuda.is_available()``,
+          ``torch.accelerator.is_available()`` and flags assigned from them, such as
+          ``use_cuda``) collapse to the accelerator path: ``if`` bodies are inlined,
+          ``elif``/``else`` fallbacks (mps, cpu) go, ``X if use_cuda else Y`` becomes ``X``,
+          ``use_cuda and cond`` becomes ``cond``, code after an inlined ``return`` goes, and a
+          flag none of whose reads is left is removed.
+        - Device strings in configuration (variables, attributes, keys, parameters and
+          ``--device`` options whose name contains "device") become ``"xla"``, and so do
+          the "cuda" strings device-ish values are compared with. A variable that held
+          ``"cuda" if ... else "cpu"`` now holds a device, so ``device == "cuda"`` becomes
+          ``device.type == "xla"`` and ``torch.autocast(device_type=device)`` gets
+          ``device.type``.
 
     Why
         torch_xla 2.9 has no CUDA, and ``torch.cuda.is_available()`` and
@@ -123,9 +135,11 @@ class DevicePlacement(TpuCodemod):
             model = Net().to(device)
 
     Left alone: ``torch.cuda.is_available()`` outside a branch or flag (``print(...)``), for
-    TPU104 or a human; a file that defines its own ``cuda`` function or method or a ``Device``
-    class (its device handling is the user's own); the assignment of an attribute flag
-    (``args.cuda = ...``), whose branches still collapse, since other modules may read it.
+    TPU104 or a human; flags about the GPU count (``... and torch.cuda.device_count() > 1``);
+    a choice whose accelerator arm is CUDA-only API (``torch.cuda.FloatTensor if use_cuda
+    else torch.FloatTensor``); a file that defines its own ``cuda`` function or method or a
+    ``Device`` class (its device handling is the user's own); the assignment of an attribute
+    flag (``args.cuda = ...``), whose branches still collapse, since other modules may read it.
     """
 
     CODE = "TPU101"
@@ -177,7 +191,20 @@ class DevicePlacement(TpuCodemod):
             "def cuda(tensor):\n"
             "    return tensor.cuda() if torch.cuda.is_available() else tensor\n\n\n"
             "x = cuda(torch.ones(2))\n",
-            why="a user-defined cuda() helper: .cuda() calls in this file are left alone",
+            why="a user-defined cuda() helper: the file's device handling is the user's own",
+        ),
+        Valid(
+            "import torch\n\n"
+            "cuda = torch.cuda.is_available()\n"
+            "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n",
+            why="the accelerator arm is CUDA-only API: a human picks the tensor type",
+        ),
+        Valid(
+            "import torch\n\n"
+            "multi_gpu = torch.cuda.is_available() and torch.cuda.device_count() > 1\n"
+            "if multi_gpu:\n"
+            "    model = torch.nn.DataParallel(model)\n",
+            why="a flag about the GPU count is not an availability flag",
         ),
         Valid(
             "import torch\n\n"
@@ -196,14 +223,18 @@ class DevicePlacement(TpuCodemod):
             'c = torch.device(f"cuda:{rank}")\n'
             'd = torch.device("cuda", args.local_rank)\n'
             "e = torch.device('cuda:{}'.format(args.gpu))\n"
-            'f = torch.device("cpu")\n',
+            'f = torch.device("cuda:" + str(rank))\n'
+            'g = torch.device(type="cuda", index=0)\n'
+            'h = torch.device("cpu")\n',
             "import torch\nimport torch_xla\n\n"
             "a = torch_xla.device()\n"
             "b = torch_xla.device()\n"
             "c = torch_xla.device()\n"
             "d = torch_xla.device()\n"
             "e = torch_xla.device()\n"
-            'f = torch.device("cpu")\n',
+            "f = torch_xla.device()\n"
+            "g = torch_xla.device()\n"
+            'h = torch.device("cpu")\n',
             why="every CUDA torch.device spelling; the CPU device stays",
         ),
         Invalid(
@@ -439,8 +470,8 @@ class DevicePlacement(TpuCodemod):
             why="device strings in configuration; unrelated 'cuda' values stay",
         ),
         Invalid(
-            "import torch\n\n\n"
-            'def resolve_device(name="auto"):\n'
+            "import os\nimport warnings\n\nimport torch\n\n\n"
+            'def resolve_device(name=os.environ.get("DEVICE", "auto")):\n'
             '    if name == "auto":\n'
             '        return "cuda" if torch.cuda.is_available() else "cpu"\n'
             "    return name\n\n\n"
@@ -449,15 +480,34 @@ class DevicePlacement(TpuCodemod):
             '        return torch.device("cuda")\n'
             "    if torch.backends.mps.is_available():\n"
             '        return torch.device("mps")\n'
+            '    warnings.warn("no GPU, falling back to the CPU")\n'
             '    return torch.device("cpu")\n',
-            "import torch\nimport torch_xla\n\n\n"
-            'def resolve_device(name="auto"):\n'
+            "import os\n\nimport torch\nimport torch_xla\n\n\n"
+            'def resolve_device(name=os.environ.get("DEVICE", "auto")):\n'
             '    if name == "auto":\n'
             "        return torch_xla.device()\n"
             "    return name\n\n\n"
             "def get_device():\n"
             "    return torch_xla.device()\n",
-            why='"auto" resolution helpers; code after the taken return is unreachable',
+            why='"auto" resolution helpers; the code after the taken return goes, with the '
+            "import only it used",
+        ),
+        Invalid(
+            "import torch\n\n"
+            "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "if device == 'cuda':\n"
+            "    torch.cuda.synchronize()\n"
+            "with torch.autocast(device_type=device, dtype=torch.bfloat16):\n"
+            "    loss = model(x.to(device))\n"
+            'print(f"trained on {device}")\n',
+            "import torch\nimport torch_xla\n\n"
+            "device = torch_xla.device()\n"
+            "if device.type == 'xla':\n"
+            "    torch.cuda.synchronize()\n"
+            "with torch.autocast(device_type=device.type, dtype=torch.bfloat16):\n"
+            "    loss = model(x.to(device))\n"
+            'print(f"trained on {device}")\n',
+            why="a device string that becomes a device: string uses of it go through .type",
         ),
         Invalid(
             "import torch\n\n"
@@ -504,16 +554,23 @@ class DevicePlacement(TpuCodemod):
             "    setup_ddp(args)\n"
             "elif args.gpu is not None and torch.cuda.is_available():\n"
             "    model = model.cuda(args.gpu)\n"
+            "elif torch.backends.mps.is_available():\n"
+            '    device = torch.device("mps")\n'
+            "    model = model.to(device)\n"
             "else:\n"
-            "    model = torch.nn.DataParallel(model)\n",
+            "    model = torch.nn.DataParallel(model).cuda()\n",
             "import torch\nimport torch_xla\n\n"
             "if args.distributed:\n"
             "    setup_ddp(args)\n"
             "elif args.gpu is not None:\n"
             "    model = model.to(torch_xla.device())\n"
+            "elif torch.backends.mps.is_available():\n"
+            '    device = torch.device("mps")\n'
+            "    model = model.to(device)\n"
             "else:\n"
-            "    model = torch.nn.DataParallel(model)\n",
-            why="imagenet-style chain: a dead first arm goes, a later arm keeps its residual test",
+            "    model = torch.nn.DataParallel(model).to(torch_xla.device())\n",
+            why="imagenet chain: a dead arm goes, an arm keeps its residual test, the `device` "
+            "bound in a sibling arm is not used",
         ),
         Invalid(
             "import torch\n\n"
@@ -566,6 +623,49 @@ class DevicePlacement(TpuCodemod):
             "    torch.backends.cudnn.benchmark = True\n",
             why="module-level device seen from a function; device comparison takes the XLA path",
         ),
+        Invalid(
+            "import torch\nfrom torch.cuda import is_available\n\n\n"
+            "def setup():\n"
+            "    if not is_available():\n"
+            "        raise SystemExit('needs a GPU')\n\n\n"
+            "def move(x, rank):\n"
+            "    torch.set_default_device('cuda')\n"
+            "    return x.to(\n"
+            '        f"cuda:{rank}",\n'
+            "        non_blocking=True,\n"
+            "    )\n",
+            "import torch\nimport torch_xla\n\n\n"
+            "def setup():\n"
+            "    pass\n\n\n"
+            "def move(x, rank):\n"
+            "    torch.set_default_device(torch_xla.device())\n"
+            "    return x.to(\n"
+            "        torch_xla.device(),\n"
+            "    )\n",
+            why="a guard that only refuses to run without CUDA goes, with the import it used; "
+            "a multi-line call keeps its layout",
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "class Worker:\n"
+            "    def __init__(self, rank):\n"
+            '        self.device = "cuda"\n'
+            "        self.weights = torch.ones(2).to(f'cuda:{rank}')\n\n"
+            "    def run(self, x):\n"
+            "        if self.device == 'cuda':\n"
+            "            x = x.cuda()\n"
+            "        return x\n",
+            "import torch\nimport torch_xla\n\n\n"
+            "class Worker:\n"
+            "    def __init__(self, rank):\n"
+            '        self.device = "xla"\n'
+            "        self.weights = torch.ones(2).to(self.device)\n\n"
+            "    def run(self, x):\n"
+            "        if self.device == 'xla':\n"
+            "            x = x.to(self.device)\n"
+            "        return x\n",
+            why="self.device set to a device string: the string becomes 'xla' and moves use it",
+        ),
     ]
 
     def __init__(self, context) -> None:
@@ -573,8 +673,10 @@ class DevicePlacement(TpuCodemod):
         self._active = False  # the file imports torch and has no cuda API of its own
         self._flag_uses: set[int] = set()  # ids of Names that read an accelerator flag
         self._flag_attributes: set[str] = set()  # dotted attribute flags, e.g. "args.cuda"
+        self._retyped_uses: set[int] = set()  # ids of Names of a device string now a device
         self._removable_flags: set[int] = set()  # ids of statement lines that can go
         self._edits: dict[int, BlockEdit] = {}
+        self._inlined: set[int] = set()  # ids of if-branch bodies that become straight-line code
         self._self_device_lines: dict[int, Optional[int]] = {}
 
     # ----------------------------------------------------------------- analysis
@@ -594,6 +696,7 @@ class DevicePlacement(TpuCodemod):
         for ifexp in collector.ifexps:
             self._trace_ifexp(ifexp, trace)
         self._removable_flags = self._flags_without_uses(collector.assignments, trace)
+        self._retyped_uses = self._find_retyped(collector.assignments)
         return True
 
     def _find_flags(self, assignments, stored_attributes) -> None:
@@ -612,9 +715,30 @@ class DevicePlacement(TpuCodemod):
                 if set(access.referents) <= accelerator_assignments:
                     self._flag_uses.add(id(access.node))
 
+    def _find_retyped(self, assignments) -> set[int]:
+        """Reads of a name assigned ``"cuda" if ... else "cpu"``: a string that becomes
+        ``torch_xla.device()``, so string operations on it need its ``.type``."""
+        retyped = set()
+        for line, target, value in assignments:
+            if isinstance(target, cst.Name) and isinstance(value, cst.IfExp):
+                arm = self._device_choice(value)
+                if (
+                    arm is not None
+                    and _cuda_literal(arm) is not None
+                    and not self._wants_device_string(value)
+                ):
+                    retyped.update(self._scope_assignments(target))
+        return {
+            id(access.node)
+            for assignment in retyped
+            for access in assignment.references
+            if set(access.referents) <= retyped
+        }
+
     def _availability_kind(self, value: cst.BaseExpression) -> Optional[str]:
         """The kind of flag ``value`` makes: "accelerator" or "fallback" when it is made of
-        availability tests joined by and/or (never negated) and calls nothing else; else None."""
+        availability tests joined by and/or (never negated) and calls nothing else; else None.
+        (``torch.cuda.device_count() > 1`` makes a multi-GPU flag, not an availability one.)"""
         if not _only_calls(value, lambda call: self.is_name(call.func, *AVAILABILITY_TESTS)):
             return None
         kinds = set()
@@ -641,7 +765,8 @@ class DevicePlacement(TpuCodemod):
         return [a for a in scope.assignments[target.value] if getattr(a, "node", None) is target]
 
     def _flags_without_uses(self, assignments, trace: Trace) -> set[int]:
-        """Statement lines assigning a name flag none of whose reads survive the collapse."""
+        """Statement lines assigning a name flag whose reads all go with the collapse (a flag
+        nobody reads is not this rule's business)."""
         gone = {id(node) for node in trace.folded}
         for root in trace.dropped:
             gone.update(id(node) for node in _walk(root))
@@ -651,7 +776,7 @@ class DevicePlacement(TpuCodemod):
                 continue
             scope_assignments = self._scope_assignments(target)
             reads = [access.node for a in scope_assignments for access in a.references]
-            if scope_assignments and all(id(read) in gone for read in reads):
+            if reads and all(id(read) in gone for read in reads):
                 removable.add(id(line))
         return removable
 
@@ -661,6 +786,7 @@ class DevicePlacement(TpuCodemod):
             return
         arms, else_ = _chain(head)
         taken = else_ if decision.taken == ELSE else arms[decision.taken]
+        self._inlined.add(id(taken.body))
         if _ends_terminal(taken.body):
             for sibling in self._following_siblings(head):
                 trace.dropped.append(sibling)
@@ -743,9 +869,10 @@ class DevicePlacement(TpuCodemod):
         return updated.with_changes(left=remaining[0], right=remaining[1])
 
     def _decide_chain(self, original: cst.If, updated: cst.If, trace: Trace):
+        """How the chain collapses, or None when no test in it is about the accelerator."""
         original_arms, original_else = _chain(original)
         updated_arms, _ = _chain(updated)
-        kept, taken, changed = [], None, False
+        kept, taken, changed = [], ELSE if original_else is not None else None, False
         for index, (arm, new_arm) in enumerate(zip(original_arms, updated_arms)):
             verdict = self._evaluate(arm.test, new_arm.test, trace)
             if verdict is None:
@@ -756,17 +883,13 @@ class DevicePlacement(TpuCodemod):
                 trace.dropped += [arm.test, arm.body]
             elif verdict is True:
                 taken = index
-                trace.dropped += [later for later in original_arms[index + 1 :]]
+                trace.dropped += original_arms[index + 1 :]
                 if original_else is not None:
                     trace.dropped.append(original_else)
                 break
             else:
                 kept.append((index, verdict))
-        else:
-            taken = ELSE if original_else is not None else None
-        if not changed:
-            return None
-        return ChainDecision(kept, taken, changed)
+        return ChainDecision(kept, taken) if changed else None
 
     # ----------------------------------------------------------------- devices
     def _cuda_device(self, node: cst.CSTNode) -> bool:
@@ -823,22 +946,82 @@ class DevicePlacement(TpuCodemod):
         return cst.SimpleString(f"{quote}xla{quote}")
 
     def _device_bound_before(self, node: cst.CSTNode) -> bool:
-        """``device`` (base class policy) only when it is bound before ``node`` runs: a
-        parameter, an enclosing scope's name, or an earlier assignment in the same scope."""
+        """``device`` (the base class policy) only when it is bound when ``node`` runs: a
+        parameter, an enclosing scope's name, or an earlier assignment that reaches ``node``."""
         try:
             scope = self.get_metadata(ScopeProvider, node)
         except KeyError:
             return False
         if scope is None or "device" not in scope:
             return False
-        line = self.position(node)
         for assignment in scope["device"]:
             if getattr(assignment, "scope", scope) is not scope:
                 return True
             binding = getattr(assignment, "node", None)
-            if binding is not None and self.position(binding) < line:
+            if (
+                binding is not None
+                and self.position(binding) < self.position(node)
+                and self._reaches(binding, node)
+            ):
                 return True
         return False
+
+    def _reaches(self, binding: cst.CSTNode, node: cst.CSTNode) -> bool:
+        """An earlier binding reaches ``node`` unless it sits in an if-branch that ``node`` is
+        not in, that does not survive as straight-line code, and whose chain does not bind
+        ``device`` in every arm."""
+        around_node = set(map(id, self._ancestors(node)))
+        current = binding
+        for parent in self._ancestors(binding):
+            if id(current) in around_node:
+                return True
+            if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Module)):
+                return True
+            branch = isinstance(parent, cst.If) or (
+                isinstance(parent, cst.Else) and isinstance(self._parent(parent), cst.If)
+            )
+            if branch and current is parent.body:
+                head = self._chain_head(parent)
+                if head is None:
+                    return False
+                if id(current) not in self._inlined and not self._every_arm_binds(head):
+                    return False
+            current = parent
+        return True
+
+    def _ancestors(self, node: cst.CSTNode) -> list:
+        ancestors, current = [], self._parent(node)
+        while current is not None:
+            ancestors.append(current)
+            current = self._parent(current)
+        return ancestors
+
+    def _parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        try:
+            return self.get_metadata(ParentNodeProvider, node)
+        except KeyError:
+            return None
+
+    def _chain_head(self, arm: cst.CSTNode) -> Optional[cst.If]:
+        while arm is not None and not (isinstance(arm, cst.If) and not self._is_elif(arm)):
+            arm = self._parent(arm)
+        return arm
+
+    def _every_arm_binds(self, head: cst.If) -> bool:
+        """Every arm of the chain, ``else`` included, assigns ``device`` at its top level."""
+        arms, else_ = _chain(head)
+        if else_ is None:
+            return False
+        return all(
+            any(
+                isinstance(statement, cst.SimpleStatementLine)
+                and isinstance(small, cst.Assign)
+                and any(_dotted(t.target) == "device" for t in small.targets)
+                for statement in _statements(arm.body)
+                for small in statement.body
+            )
+            for arm in [*arms, else_]
+        )
 
     def _self_device_visible(self, node: cst.CSTNode) -> bool:
         function, klass = self._enclosing_method(node)
@@ -852,19 +1035,16 @@ class DevicePlacement(TpuCodemod):
         return function.name.value != "__init__" or line < self.position(node)[0]
 
     def _enclosing_method(self, node: cst.CSTNode):
-        current, function = node, None
-        while current is not None:
-            try:
-                current = self.get_metadata(ParentNodeProvider, current)
-            except KeyError:
-                return None, None
-            if isinstance(current, cst.FunctionDef) and function is None:
-                params = current.params.params
+        """The method (first parameter ``self``) and class ``node`` is in, else (None, None)."""
+        function = None
+        for ancestor in self._ancestors(node):
+            if isinstance(ancestor, cst.FunctionDef) and function is None:
+                params = ancestor.params.params
                 if not params or params[0].name.value != "self":
                     return None, None
-                function = current
-            elif isinstance(current, cst.ClassDef):
-                return function, current
+                function = ancestor
+            elif isinstance(ancestor, cst.ClassDef):
+                return function, ancestor
         return None, None
 
     def _init_sets_self_device(self, klass: cst.ClassDef) -> Optional[int]:
@@ -878,12 +1058,28 @@ class DevicePlacement(TpuCodemod):
                         return self.position(node)[0]
         return None
 
+    def _release_calls(self, root: cst.CSTNode) -> None:
+        """Calls under ``root`` are going away: an import used by them alone
+        (``from torch.cuda import is_available``, ``import warnings``) goes too at the end of
+        the pipeline. ``import torch`` always stays."""
+        for node in _walk(root):
+            if not isinstance(node, cst.Call):
+                continue
+            name = node.func
+            while isinstance(name, cst.Attribute):
+                name = name.value
+            if isinstance(name, cst.Name) and (name is node.func or not self._is_torch(name)):
+                self.release_binding(node.func)
+
+    def _is_torch(self, node: cst.CSTNode) -> bool:
+        return any(
+            name == "torch" or name.startswith("torch.") for name in self.qualified_names(node)
+        )
+
     def _torch_callee(self, func: cst.BaseExpression) -> bool:
         if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_DEVICE_METHODS:
             return True
-        return any(
-            name == "torch" or name.startswith("torch.") for name in self.qualified_names(func)
-        )
+        return self._is_torch(func)
 
     # ----------------------------------------------------------------- calls
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -893,10 +1089,13 @@ class DevicePlacement(TpuCodemod):
             self.is_name(original_node.func, TORCH_DEVICE) and self._cuda_device(original_node)
         ):
             self.record_rewrite()
+            self._release_calls(original_node)
             return self._xla_device().with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
         for rewrite in (
             self._cuda_method,
             self._move_to_cuda,
+            self._device_argument,
+            self._device_type_argument,
             self._device_option,
             self._device_startswith,
             self._device_keywords,
@@ -911,7 +1110,7 @@ class DevicePlacement(TpuCodemod):
         func = original.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
             return updated
-        if any(name.startswith("torch") for name in self.qualified_names(func.value)):
+        if isinstance(func.value, (cst.Name, cst.Attribute)) and self._is_torch(func.value):
             return updated  # torch.cuda itself, torch.Tensor.cuda(...), not a tensor method
         kept = [
             arg
@@ -945,6 +1144,43 @@ class DevicePlacement(TpuCodemod):
         self.record_rewrite()
         return _with_args(updated, args)
 
+    def _device_argument(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """``torch.set_default_device("cuda")`` -> ``torch.set_default_device(device)``."""
+        if not self.is_name(original.func, *DEVICE_ARGUMENT_CALLS):
+            return updated
+        target = _argument(original, 0, "device")
+        if target is None or not self._cuda_device(target.value):
+            return updated
+        self.record_rewrite()
+        device = self._device_for(original)
+        return updated.with_changes(
+            args=[
+                new.with_changes(value=device) if old is target else new
+                for old, new in zip(original.args, updated.args)
+            ]
+        )
+
+    def _device_type_argument(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """``torch.autocast(device_type=device)`` where ``device`` now holds a device: its
+        ``.type`` (autocast wants the string)."""
+        if self.is_name(original.func, *DEVICE_TYPE_CALLS):
+            target = _argument(original, 0, "device_type")
+        else:
+            target = next((arg for arg in original.args if _keyword(arg) == "device_type"), None)
+        if target is None or not self._retyped(target.value):
+            return updated
+        self.record_rewrite()
+        return updated.with_changes(
+            args=[
+                (
+                    new.with_changes(value=cst.Attribute(new.value, cst.Name("type")))
+                    if old is target
+                    else new
+                )
+                for old, new in zip(original.args, updated.args)
+            ]
+        )
+
     def _device_option(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         """argparse ``--device`` options: a CUDA default and CUDA choices become "xla"."""
         func = original.func
@@ -975,20 +1211,19 @@ class DevicePlacement(TpuCodemod):
 
     def _xla_choices(self, collection):
         """CUDA strings in a choices list become one "xla" entry."""
-        elements, seen_xla, changed = [], False, False
+        has_xla = any(_string_value(element.value) == "xla" for element in collection.elements)
+        elements, changed = [], False
         for element in collection.elements:
             value = element.value
-            if _cuda_literal(value) is not None and isinstance(value, cst.SimpleString):
-                if seen_xla or any(_string_value(e.value) == "xla" for e in collection.elements):
-                    changed = True
+            if isinstance(value, cst.SimpleString) and _cuda_literal(value) is not None:
+                changed = True
+                if has_xla:
                     continue
-                element, changed = element.with_changes(value=self._xla_string(value)), True
-            seen_xla = seen_xla or _string_value(element.value) == "xla"
+                element, has_xla = element.with_changes(value=self._xla_string(value)), True
             elements.append(element)
         if not changed:
             return collection
-        if elements:
-            elements[-1] = elements[-1].with_changes(comma=collection.elements[-1].comma)
+        elements[-1] = elements[-1].with_changes(comma=collection.elements[-1].comma)
         return collection.with_changes(elements=elements)
 
     def _device_startswith(self, original: cst.Call, updated: cst.Call) -> cst.Call:
@@ -1005,6 +1240,9 @@ class DevicePlacement(TpuCodemod):
             return updated
         self.record_rewrite()
         xla = self._xla_string(original.args[0].value)
+        if self._retyped(func.value):
+            comparison = _type_comparison(updated.func.value, cst.Equal(), xla)
+            return comparison.with_changes(lpar=updated.lpar, rpar=updated.rpar)
         return updated.with_changes(args=[updated.args[0].with_changes(value=xla)])
 
     def _device_keywords(self, original: cst.Call, updated: cst.Call) -> cst.Call:
@@ -1053,13 +1291,17 @@ class DevicePlacement(TpuCodemod):
         cuda_arm = self._device_choice(original_node)
         if cuda_arm is not None:
             self.record_rewrite()
+            self._release_calls(original_node)
             if self._wants_device_string(original_node):
                 return self._xla_string(_cuda_literal(cuda_arm))
             return self._xla_device()
-        verdict = self._ifexp_verdict(original_node, updated_node, Trace())
+        trace = Trace()
+        verdict = self._ifexp_verdict(original_node, updated_node, trace)
         if verdict is None:
             return updated_node
         self.record_rewrite()
+        for gone in [*trace.folded, *trace.dropped]:
+            self._release_calls(gone)
         if not isinstance(verdict, bool):
             return updated_node.with_changes(test=verdict)
         chosen, original_chosen = (
@@ -1106,10 +1348,13 @@ class DevicePlacement(TpuCodemod):
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
         if not self._active or self._is_elif(original_node):
             return updated_node
-        decision = self._decide_chain(original_node, updated_node, Trace())
+        trace = Trace()
+        decision = self._decide_chain(original_node, updated_node, trace)
         if decision is None:
             return self._merge_identical_arms(original_node, updated_node)
         self.record_rewrite()
+        for gone in [*trace.folded, *trace.dropped]:
+            self._release_calls(gone)
         arms, else_ = _chain(updated_node)
         if decision.kept:
             return self._rebuild_chain(updated_node, arms, else_, decision)
@@ -1120,7 +1365,11 @@ class DevicePlacement(TpuCodemod):
         taken = else_ if decision.taken == ELSE else arms[decision.taken]
         if taken is not updated_node:
             leading += taken.leading_lines
-        self._edits[id(updated_node)] = _inline_block(taken.body, leading)
+        edit = _inline_block(taken.body, leading)
+        if edit.terminal:
+            for unreachable in self._following_siblings(original_node):
+                self._release_calls(unreachable)
+        self._edits[id(updated_node)] = edit
         return updated_node
 
     def _rebuild_chain(self, head: cst.If, arms, else_, decision: ChainDecision) -> cst.If:
@@ -1165,6 +1414,7 @@ class DevicePlacement(TpuCodemod):
     ) -> cst.SimpleStatementLine:
         if id(original_node) in self._removable_flags:
             self.record_rewrite()
+            self._release_calls(original_node)
             self._edits[id(updated_node)] = BlockEdit([], list(updated_node.leading_lines))
         return updated_node
 
@@ -1174,6 +1424,8 @@ class DevicePlacement(TpuCodemod):
         body, footer = self._apply_edits(updated_node.body, updated_node.footer)
         if body is None:
             return updated_node
+        if body and body[0] is not updated_node.body[0]:
+            body[0] = body[0].with_changes(leading_lines=_without_leading_blanks(body[0]))
         return updated_node.with_changes(body=body, footer=footer)
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
@@ -1242,6 +1494,10 @@ class DevicePlacement(TpuCodemod):
         with "xla" so the accelerator path is taken."""
         if not self._active:
             return updated_node
+        retyped = self._retyped_comparison(original_node, updated_node)
+        if retyped is not None:
+            self.record_rewrite()
+            return retyped
         operands = [original_node.left] + [t.comparator for t in original_node.comparisons]
         new_operands = [updated_node.left] + [t.comparator for t in updated_node.comparisons]
         changed = False
@@ -1264,6 +1520,28 @@ class DevicePlacement(TpuCodemod):
                 for target, operand in zip(updated_node.comparisons, new_operands[1:])
             ],
         )
+
+    def _retyped_comparison(self, original: cst.Comparison, updated: cst.Comparison):
+        """``device == "cuda"`` / ``"cuda" in device`` where ``device`` now holds
+        ``torch_xla.device()``: ``device.type == "xla"``."""
+        if len(original.comparisons) != 1:
+            return None
+        operator = original.comparisons[0].operator
+        left, right = original.left, original.comparisons[0].comparator
+        new_left, new_right = updated.left, updated.comparisons[0].comparator
+        if isinstance(operator, (cst.Equal, cst.NotEqual)):
+            if self._retyped(left) and _cuda_string(right):
+                return _type_comparison(new_left, operator, self._xla_string(right))
+            if self._retyped(right) and _cuda_string(left):
+                return _type_comparison(new_right, operator, self._xla_string(left))
+        if isinstance(operator, (cst.In, cst.NotIn)) and self._retyped(right):
+            if _cuda_string(left):
+                equal = cst.Equal() if isinstance(operator, cst.In) else cst.NotEqual()
+                return _type_comparison(new_right, equal, self._xla_string(left))
+        return None
+
+    def _retyped(self, node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.Name) and id(node) in self._retyped_uses
 
     def _xla_compared(self, original, updated):
         """The string "cuda"/"cuda:0" -> "xla"/"xla:0"; in a tuple/list/set, each such one."""
@@ -1402,6 +1680,25 @@ def _cuda_literal(node: Optional[cst.CSTNode]) -> Optional[cst.BaseString]:
     return None
 
 
+def _statements(block: cst.BaseSuite) -> list:
+    if isinstance(block, cst.SimpleStatementSuite):
+        return [cst.SimpleStatementLine(body=block.body)]
+    return list(block.body)
+
+
+def _cuda_string(node: cst.CSTNode) -> bool:
+    """A plain "cuda"/"cuda:N" string literal."""
+    return CUDA_DEVICE.fullmatch(_string_value(node) or "") is not None
+
+
+def _type_comparison(device, operator, xla: cst.SimpleString) -> cst.Comparison:
+    """``<device>.type == "xla"`` (or ``!=``)."""
+    return cst.Comparison(
+        left=cst.Attribute(device, cst.Name("type")),
+        comparisons=[cst.ComparisonTarget(operator, xla)],
+    )
+
+
 def _is_config_name(name: str) -> bool:
     lowered = name.lower()
     return CONFIG_WORD in lowered and not any(word in lowered for word in NOT_CONFIG_WORDS)
@@ -1439,8 +1736,9 @@ def _argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.Arg]:
 
 
 def _with_args(call: cst.Call, args: list) -> cst.Call:
-    """``call`` with ``args``: commas between them, the original trailing comma kept."""
-    trailing = call.args[-1].comma if call.args else cst.MaybeSentinel.DEFAULT
+    """``call`` with ``args``: commas between them, the original end (trailing comma, line
+    break before the closing parenthesis) kept."""
+    last = call.args[-1] if call.args else cst.Arg(cst.Name("_"))
     args = list(args)
     for index, arg in enumerate(args[:-1]):
         if arg.comma is cst.MaybeSentinel.DEFAULT:
@@ -1448,7 +1746,9 @@ def _with_args(call: cst.Call, args: list) -> cst.Call:
                 comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
             )
     if args:
-        args[-1] = args[-1].with_changes(comma=trailing)
+        args[-1] = args[-1].with_changes(
+            comma=last.comma, whitespace_after_arg=last.whitespace_after_arg
+        )
     return call.with_changes(args=args)
 
 
@@ -1489,6 +1789,14 @@ def _inline_block(block: cst.BaseSuite, leading: list) -> BlockEdit:
     if header is not None:
         leading = [*leading, cst.EmptyLine(comment=header)]
     return BlockEdit(list(block.body), leading, list(block.footer), _ends_terminal(block))
+
+
+def _without_leading_blanks(statement: cst.BaseStatement) -> list:
+    """A block's new first statement: no blank lines between the block header and it."""
+    lines = list(statement.leading_lines)
+    while lines and _is_blank(lines[0]):
+        lines.pop(0)
+    return lines
 
 
 def _is_blank(line: cst.EmptyLine) -> bool:

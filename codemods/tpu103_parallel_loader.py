@@ -5,30 +5,44 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
-from ._base import PL, Invalid, Safety, TpuCodemod, Valid
+from ._base import PL, ImportSpec, Invalid, Safety, TpuCodemod, Valid
 from ._loops import (
-    XLA_DEVICE_CALLS,
     BlockEdits,
     ModuleIndex,
     assigned_pairs,
-    calls,
     calls_in,
     code_of,
+    is_per_device_loader_call,
     names_in_target,
     new_statement,
     positional_arguments,
     walk_all,
+    walk_code,
     without_items,
 )
 
+PARALLEL_LOADER = "torch_xla.distributed.parallel_loader"
+# When ``pl`` already names something else (``import pytorch_lightning as pl``).
+MP_DEVICE_LOADER_IMPORT = ImportSpec(PARALLEL_LOADER, "MpDeviceLoader")
+MAX_LINE = 100  # black's line length in this project; wider ``for`` headers get a named wrapper
 # Keywords that only matter for CUDA host->device copies, per callee kind.
 LOADER_CUDA_KEYWORDS = frozenset({"pin_memory", "pin_memory_device"})
 COPY_CUDA_KEYWORDS = frozenset({"non_blocking"})
 # ``.to(...)`` keywords a pure device move may carry; anything else (dtype, copy, ...) keeps it.
 MOVE_KEYWORDS = frozenset({"device", "non_blocking"})
+# Tensor methods whose result lives on the host.
+HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 # Builtins that turn an identity generator back into a container: ``tuple(t for t in b)``.
 CONTAINER_BUILTINS = frozenset({"builtins.tuple", "builtins.list"})
+
+
+def device_loader_name_for(loader: cst.BaseExpression) -> str:
+    if isinstance(loader, cst.Name):
+        return device_loader_name(loader.value)
+    if isinstance(loader, cst.Attribute):
+        return device_loader_name(loader.attr.value)
+    return "device_loader"  # ``for x in DataLoader(...)``
 
 
 def device_loader_name(loader: str) -> str:
@@ -61,10 +75,16 @@ class ParallelLoader(TpuCodemod):
           function is reused instead.
         - a loader the rule cannot trace to an assignment there (a parameter or attribute whose
           name ends with ``loader``, a parameter the callers in this file pass a DataLoader for,
-          ``self.loader`` built in ``__init__``) is wrapped at the loop:
-          ``for x, y in pl.MpDeviceLoader(train_loader, device):``. That builds the wrapper on
-          every call of the function (once per epoch for the usual ``train(...)`` function):
-          cheap, as each ``iter()`` of an MpDeviceLoader starts a fresh ParallelLoader anyway.
+          ``self.loader`` built in ``__init__``, a ``DataLoader(...)`` written in the ``for``)
+          is wrapped at the loop: ``for x, y in pl.MpDeviceLoader(train_loader, device):``.
+          That builds the wrapper on every call of the function (once per epoch for the usual
+          ``train(...)`` function): cheap, as each ``iter()`` of an MpDeviceLoader starts a
+          fresh ParallelLoader anyway. When the ``for`` line would pass 100 columns, the
+          wrapper is named on the line before the loop instead. A parameter every caller in
+          this file passes an MpDeviceLoader for (or ``.per_device_loader(device)``) is not
+          wrapped again.
+        - the device is ``self.device`` in a method of a class that assigns ``self.device``,
+          else ``device`` when visible, else ``torch_xla.device()``.
         - inside loops over an MpDeviceLoader (new or already there), ``.to(<the device>)`` on
           the batch or anything taken from it (``batch["x"]``, ``inputs, labels = data``,
           comprehension variables over ``batch.items()``) is removed: ``x = x.to(device)`` and
@@ -80,9 +100,12 @@ class ParallelLoader(TpuCodemod):
           ``cuda_kwargs``), ``non_blocking=...`` in every ``.to(...)`` call, and ``t.pin_memory()``
           (-> ``t``) are dropped.
 
+        When ``pl`` already names something else (``import pytorch_lightning as pl``), the
+        wrapper is spelled ``MpDeviceLoader(...)`` with a ``from ... import MpDeviceLoader``.
         Loops over ``zip(loader_a, loader_b)``, ``iter(loader)`` and locals of unknown origin are
-        left alone, as are other uses of a loader (``len(train_loader.dataset)``). A removed
-        statement's comment lines move to the next statement.
+        left alone, as are other uses of a loader (``len(train_loader.dataset)``) and copies
+        made in another function the batch is passed to. A removed statement's comments (its
+        trailing one included) move to the next statement.
 
     Why
         ``MpDeviceLoader`` uploads batches on background threads while the device computes, and
@@ -111,7 +134,9 @@ class ParallelLoader(TpuCodemod):
 
     CODE = "TPU103"
     NAME = "parallel-loader"
-    SUMMARY = "Iterate DataLoaders through pl.MpDeviceLoader, drop per-batch .to(device) and pin_memory"
+    SUMMARY = (
+        "Iterate DataLoaders through pl.MpDeviceLoader, drop per-batch .to(device) and pin_memory"
+    )
     SAFETY = Safety.SEMANTIC
     TRIGGERS = ("loader", "Loader", "pin_memory", "non_blocking")
 
@@ -151,6 +176,27 @@ class ParallelLoader(TpuCodemod):
             "    for x in iter(loader):\n"
             "        model(x.to(device))\n",
             why="a local of unknown origin, iterated through iter(): not traced",
+        ),
+        Valid(
+            "import torch_xla.core.xla_model as xm\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n\n"
+            "def train_loop_fn(loader):\n"
+            "    for data, target in loader:\n"
+            "        model(data, target)\n\n\n"
+            "device = xm.xla_device()\n"
+            "para_loader = pl.ParallelLoader(train_loader, [device])\n"
+            "train_loop_fn(para_loader.per_device_loader(device))\n",
+            why="a parameter every caller fills with the pre-2.0 per_device_loader form",
+        ),
+        Valid(
+            "import torch\n\n\n"
+            "class Prefetcher:\n"
+            "    def __init__(self, loader):\n"
+            "        self.loader = loader\n\n"
+            "    def __iter__(self):\n"
+            "        for batch in self.loader:\n"
+            "            yield [t.to(device) for t in batch]\n",
+            why="a generator re-yielding batches is a pipeline stage, not a batch consumer",
         ),
         Valid(
             "import torch\n\n"
@@ -209,7 +255,8 @@ class ParallelLoader(TpuCodemod):
             "import torch_xla.distributed.parallel_loader as pl\n\n\n"
             "def train(args, model, device, train_loader, optimizer, epoch):\n"
             "    model.train()\n"
-            "    for batch_idx, (data, target) in enumerate(pl.MpDeviceLoader(train_loader, device)):\n"
+            "    for batch_idx, (data, target) in enumerate(pl.MpDeviceLoader(train_loader, "
+            "device)):\n"
             "        optimizer.zero_grad()\n"
             "        output = model(data)\n"
             "        loss = F.nll_loss(output, target)\n"
@@ -257,7 +304,8 @@ class ParallelLoader(TpuCodemod):
             "    for data, target in train_device_loader:\n"
             "        loss = loss_fn(model(data), target)\n"
             "    print(epoch, len(train_loader))\n",
-            why="module-level script: one wrapper right after the DataLoader, len() keeps the loader",
+            why="module-level script: one wrapper right after the DataLoader; len() keeps the "
+            "plain loader",
         ),
         Invalid(
             "import torch\n"
@@ -305,12 +353,13 @@ class ParallelLoader(TpuCodemod):
             "def evaluate(model, device, val_loader):\n"
             "    model.eval()\n"
             "    with torch.no_grad():\n"
-            "        for batch in tqdm(pl.MpDeviceLoader(val_loader, device), total=len(val_loader), "
-            "desc='eval'):\n"
+            "        val_device_loader = pl.MpDeviceLoader(val_loader, device)\n"
+            "        for batch in tqdm(val_device_loader, total=len(val_loader), desc='eval'):\n"
             "            inputs = batch['x']\n"
             "            labels = batch['y'].long()\n"
             "            scores = model(inputs, mask=batch['mask'])\n",
-            why="dict batches under tqdm: subscripts of the batch lose their .to(device)",
+            why="dict batches under tqdm: subscripts of the batch lose their .to(device); the "
+            "wrapper gets a line of its own where the for header would pass 100 columns",
         ),
         Invalid(
             "import torch\n"
@@ -425,26 +474,28 @@ class ParallelLoader(TpuCodemod):
         ),
         Invalid(
             "import torch\n"
+            "import torch_xla\n"
             "from torch.utils.data import DataLoader\n\n\n"
             "def evaluate(model, ds):\n"
             "    correct = 0\n"
             "    for images, labels in DataLoader(ds, batch_size=100, pin_memory=True):\n"
             "        images = images.pin_memory().to('cpu')\n"
-            "        correct += (model(images).argmax(1) == labels).sum()\n"
+            "        correct += (model(images.to(torch_xla.device())) == labels).sum()\n"
             "    return correct\n",
             "import torch\n"
-            "from torch.utils.data import DataLoader\n"
             "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n"
             "import torch_xla.distributed.parallel_loader as pl\n\n\n"
             "def evaluate(model, ds):\n"
             "    correct = 0\n"
             "    for images, labels in pl.MpDeviceLoader(DataLoader(ds, batch_size=100), "
             "torch_xla.device()):\n"
             "        images = images.to('cpu')\n"
-            "        correct += (model(images).argmax(1) == labels).sum()\n"
+            "        correct += (model(images.to(torch_xla.device())) == labels).sum()\n"
             "    return correct\n",
             why="a DataLoader built in the for statement is wrapped there; with no device "
-            "variable the wrapper uses torch_xla.device(); a move to the CPU stays",
+            "variable the wrapper uses torch_xla.device(); a move to the CPU stays, and so does "
+            "the move back of what it returned",
         ),
         Invalid(
             "import torch\n"
@@ -530,6 +581,78 @@ class ParallelLoader(TpuCodemod):
             "gets its own",
         ),
         Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n\n"
+            "device = torch_xla.device()\n"
+            "loader = DataLoader(ds, batch_size=8)\n\n\n"
+            "def curriculum(ds):\n"
+            "    for epoch in range(3):\n"
+            "        loader = DataLoader(ds, batch_size=2**epoch)\n"
+            "        for x in loader:\n"
+            "            x = x.to(device)  # copy to the accelerator\n"
+            "            train_on(x)\n\n\n"
+            "def warmup():\n"
+            "    for epoch in range(2):\n"
+            "        for x in loader:\n\n"
+            "            # the batch must live on the device\n"
+            "            x = x.to(device)\n"
+            "            train_on(x)\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n"
+            "device = torch_xla.device()\n"
+            "loader = DataLoader(ds, batch_size=8)\n\n\n"
+            "def curriculum(ds):\n"
+            "    for epoch in range(3):\n"
+            "        loader = DataLoader(ds, batch_size=2**epoch)\n"
+            "        device_loader = pl.MpDeviceLoader(loader, device)\n"
+            "        for x in device_loader:\n"
+            "            # copy to the accelerator\n"
+            "            train_on(x)\n\n\n"
+            "def warmup():\n"
+            "    device_loader = pl.MpDeviceLoader(loader, device)\n"
+            "    for epoch in range(2):\n"
+            "        for x in device_loader:\n"
+            "            # the batch must live on the device\n"
+            "            train_on(x)\n",
+            why="a loader rebuilt every epoch is wrapped where it is built; a global loader "
+            "before the function's outermost loop; comments of removed copies are kept",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n\n\n"
+            "def main(ds, device_loader):\n"
+            "    device = torch_xla.device()\n"
+            "    loader = torch.utils.data.DataLoader(ds)\n"
+            "    for batch in loader:\n"
+            "        step(batch.to(device), device_loader)\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n\n"
+            "def main(ds, device_loader):\n"
+            "    device = torch_xla.device()\n"
+            "    loader = torch.utils.data.DataLoader(ds)\n"
+            "    for batch in pl.MpDeviceLoader(loader, device):\n"
+            "        step(batch, device_loader)\n",
+            why="the wrapper's name is taken in that function: wrap at the loop instead",
+        ),
+        Invalid(
+            "import pytorch_lightning as pl\n"
+            "import torch\n\n\n"
+            "def evaluate(model, val_loader, device):\n"
+            "    for x, y in val_loader:\n"
+            "        model(x.to(device), y.to(device))\n",
+            "import pytorch_lightning as pl\n"
+            "import torch\n"
+            "from torch_xla.distributed.parallel_loader import MpDeviceLoader\n\n\n"
+            "def evaluate(model, val_loader, device):\n"
+            "    for x, y in MpDeviceLoader(val_loader, device):\n"
+            "        model(x, y)\n",
+            why="``pl`` already means Lightning: MpDeviceLoader is imported by name instead",
+        ),
+        Invalid(
             "import torch\n\n"
             "kwargs = dict(batch_size=8, pin_memory=True)\n"
             "x = x.cuda_like().to(dev, non_blocking=True)\n"
@@ -587,14 +710,23 @@ class ParallelLoader(TpuCodemod):
         self.candidates: set[int] = set()  # assignments that held a move
         self.dropped: set[int] = set()  # assignments that became ``x = x``
         self.new_names: dict[int, set[str]] = {}  # id(owner) -> wrapper names given there
+        self.source_lines: list[str] | None = None
+        self.devices: set[str] = set()  # how the device of the loop being scanned is spelled
 
     # ------------------------------------------------------------------ planning
     def visit_Module(self, node: cst.Module) -> bool:
         self.index = ModuleIndex(self, node)
+        self.wrapper_callee, self.wrapper_import = (
+            ("pl.MpDeviceLoader", PL)
+            if self._alias_is_free(node, "pl")
+            else ("MpDeviceLoader", MP_DEVICE_LOADER_IMPORT)
+        )
         self.xla_devices = {"torch_xla.device()", *self.index.xla_device_names()}
         device_loops: list[tuple[cst.For, str]] = []
         groups: dict[tuple[int, str], list[tuple[cst.For, cst.BaseExpression]]] = {}
         for loop in self.index.for_loops:
+            if self._in_generator(loop):
+                continue  # a data pipeline stage re-yielding batches, not a consumer
             loader, _ = self.index.unwrap_iterable(loop.iter)
             existing = self.index.device_loader_call(loader)
             if existing is not None:
@@ -609,6 +741,22 @@ class ParallelLoader(TpuCodemod):
         for loop, device in device_loops:
             self._plan_moves(loop, {device, *self.xla_devices})
         return True
+
+    def _alias_is_free(self, module: cst.Module, alias: str) -> bool:
+        """``alias`` is unbound in the module or already names the parallel_loader module."""
+        scope = self.get_metadata(ScopeProvider, module, None)
+        if scope is None or alias not in scope:
+            return True
+        return all(
+            {q.name for q in assignment.get_qualified_names_for(alias)} == {PARALLEL_LOADER}
+            for assignment in scope[alias]
+        )
+
+    def _in_generator(self, loop: cst.For) -> bool:
+        owner = self.index.owner(loop)
+        return isinstance(owner, cst.FunctionDef) and any(
+            isinstance(node, cst.Yield) for node in walk_code(owner.body)
+        )
 
     def _traced_here(self, loop: cst.For, loader: cst.BaseExpression) -> bool:
         """``loader`` is a name or ``self`` attribute only ever assigned a DataLoader, and (for
@@ -649,9 +797,7 @@ class ParallelLoader(TpuCodemod):
         loader = members[0][1]
         owner = self.index.owner(loops[0])
         reused = self._existing_wrapper(owner, loader, loops)
-        name = reused or device_loader_name(
-            loader.value if isinstance(loader, cst.Name) else loader.attr.value  # type: ignore
-        )
+        name = reused or device_loader_name_for(loader)
         if reused is None and self._name_taken(owner, name):
             return [(loop, self._wrap_at_loop(loop, ref)) for loop, ref in members]
         self.new_names.setdefault(id(owner), set()).add(name)
@@ -677,7 +823,8 @@ class ParallelLoader(TpuCodemod):
             and self._device_defined_before(here[0])
         ):
             self.edits.insert_after(
-                here[0].statement, new_statement(f"{name} = pl.MpDeviceLoader({loader_code}, device)")
+                here[0].statement,
+                new_statement(f"{name} = {self.wrapper_callee}({loader_code}, device)"),
             )
             self._record_wrapper()
             return "device"
@@ -691,19 +838,43 @@ class ParallelLoader(TpuCodemod):
         device = self._device_for(first)
         device_code = code_of(device)
         self.edits.insert_before(
-            first, new_statement(f"{name} = pl.MpDeviceLoader({loader_code}, {device_code})")
+            first,
+            new_statement(f"{name} = {self.wrapper_callee}({loader_code}, {device_code})"),
         )
         self._record_wrapper()
         return device_code
 
     def _record_wrapper(self) -> None:
-        self.require_import(PL)
+        self.require_import(self.wrapper_import)
         self.record_rewrite()
 
     def _wrap_at_loop(self, loop: cst.For, loader: cst.BaseExpression) -> str:
+        """Wrap ``loader`` in the ``for`` header; when that would push the header past 100
+        columns, name the wrapper on the line before the loop instead (same per-call cost)."""
         device = self._device_for(loop)
+        device_code = code_of(device)
+        loader_code = code_of(self._without_loader_keywords(loader))
+        added = len(f"{self.wrapper_callee}(, {device_code})") + len(loader_code)
+        width = self._header_width(loop) - len(code_of(loader)) + added
+        name = device_loader_name_for(loader)
+        owner = self.index.owner(loop)
+        if width > MAX_LINE and not self._name_taken(owner, name):
+            self.new_names.setdefault(id(owner), set()).add(name)
+            self.edits.insert_before(
+                loop, new_statement(f"{name} = {self.wrapper_callee}({loader_code}, {device_code})")
+            )
+            self.replace[id(loader)] = cst.Name(name)
+            self._record_wrapper()
+            return device_code
         self.wrap[id(loader)] = device
-        return code_of(device)
+        return device_code
+
+    def _header_width(self, loop: cst.For) -> int:
+        """Columns of the first line of the ``for`` statement as written."""
+        if self.source_lines is None:
+            self.source_lines = self.index.module.code.splitlines()
+        line, _ = self.position(loop)
+        return len(self.source_lines[line - 1]) if 0 < line <= len(self.source_lines) else 0
 
     def _existing_wrapper(self, owner, loader, loops) -> str | None:
         """A name this function already assigned ``pl.MpDeviceLoader(<loader>, ...)`` to."""
@@ -753,19 +924,19 @@ class ParallelLoader(TpuCodemod):
         return False
 
     def _device_for(self, node: cst.CSTNode) -> cst.BaseExpression:
-        """``self.device`` inside a class that keeps its device there, else the base rule's
-        choice (``device`` when visible, else ``torch_xla.device()``)."""
+        """``self.device`` in a method of a class that keeps its device there, else the base
+        rule's choice (``device`` when visible, else ``torch_xla.device()``)."""
         owner = self.index.owner(node)
         cls = self.index.enclosing_class(owner) if isinstance(owner, cst.FunctionDef) else None
-        bound = self.index.self_bindings.get((id(cls), "device"), []) if cls else []
-        if bound and "self.device" in self.xla_devices:
+        if cls is not None and (id(cls), "device") in self.index.self_bindings:
             return cst.parse_expression("self.device")
         return self.device_expression(node)
 
     def _device_argument(self, call: cst.Call) -> str:
         positional = positional_arguments(call)
-        if len(positional) >= 2:
-            return code_of(positional[1].value)
+        device_position = 0 if is_per_device_loader_call(call) else 1
+        if len(positional) > device_position:
+            return code_of(positional[device_position].value)
         keyword = next((a for a in call.args if a.keyword and a.keyword.value == "device"), None)
         return code_of(keyword.value) if keyword else "torch_xla.device()"
 
@@ -779,6 +950,7 @@ class ParallelLoader(TpuCodemod):
                 return
             target = target.elements[1].value
         derived = set(names_in_target(target))
+        self.devices = devices
         self._scan(loop.body, loop, devices, derived)
 
     def _scan(self, node: cst.CSTNode, loop, devices: set[str], derived: set[str]) -> None:
@@ -790,6 +962,8 @@ class ParallelLoader(TpuCodemod):
             for target, value in assigned_pairs(node):
                 if self._is_batch_data(value, derived, loop):
                     derived.update(names_in_target(target))
+                else:  # ``x = x.cpu()``: from here on ``x`` is not on the device
+                    derived.difference_update(names_in_target(target))
             return
         if isinstance(node, cst.For):
             self._collect_moves(node.iter, loop, devices, derived)
@@ -843,6 +1017,24 @@ class ParallelLoader(TpuCodemod):
             return False
         return code_of(target) in devices
 
+    def _leaves_device(self, call: cst.Call) -> bool:
+        """``t.cpu()``, ``t.numpy()``, ``t.to("cpu")``: the result is no longer on the device;
+        ``t.to(torch.float16)`` and ``t.to(device, ...)`` stay on it."""
+        method = call.func.attr.value  # type: ignore[attr-defined]
+        if method in HOST_METHODS:
+            return True
+        if method != "to":
+            return False
+        positional = positional_arguments(call)
+        keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword}
+        first = positional[0].value if positional else keywords.get("device", keywords.get("dtype"))
+        if first is None:
+            return True
+        return not (
+            code_of(first) in self.devices
+            or (isinstance(first, cst.Attribute) and code_of(first.value) == "torch")
+        )
+
     def _is_batch_data(self, expr: cst.CSTNode, derived: set[str], loop, depth: int = 4) -> bool:
         """``expr`` is the batch or read from it (``batch["x"]``, ``data.float()``), also via a
         comprehension variable over such a value."""
@@ -851,6 +1043,8 @@ class ParallelLoader(TpuCodemod):
             if isinstance(root, (cst.Attribute, cst.Subscript)):
                 root = root.value
             elif isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute):
+                if self._leaves_device(root):
+                    return False
                 root = root.func.value
             else:
                 break
@@ -881,10 +1075,9 @@ class ParallelLoader(TpuCodemod):
             self.record_rewrite()
             return self.replace[id(original)]
         if id(original) in self.wrap:
-            self.require_import(PL)
-            self.record_rewrite()
+            self._record_wrapper()
             return cst.Call(
-                func=cst.parse_expression("pl.MpDeviceLoader"),
+                func=cst.parse_expression(self.wrapper_callee),
                 args=[cst.Arg(updated), cst.Arg(self.wrap[id(original)])],
             )
         return updated
@@ -911,13 +1104,16 @@ class ParallelLoader(TpuCodemod):
             return self._without_pin_memory_true(updated)
         else:
             return updated
-        args = without_items(
-            updated.args, lambda arg: arg.keyword is not None and arg.keyword.value in dropped
-        )
-        if len(args) == len(updated.args):
-            return updated
-        self.record_rewrite()
-        return updated.with_changes(args=args)
+        cleaned = _without_keywords(updated, dropped)
+        if cleaned is not updated:
+            self.record_rewrite()
+        return cleaned
+
+    def _without_loader_keywords(self, loader: cst.BaseExpression) -> cst.BaseExpression:
+        """``DataLoader(ds, pin_memory=True)`` as it will read once this rule is done."""
+        if self.index.is_data_loader_call(loader):
+            return _without_keywords(loader, LOADER_CUDA_KEYWORDS)  # type: ignore[arg-type]
+        return loader
 
     def _without_pin_memory_true(self, updated: cst.Call) -> cst.Call:
         args = without_items(
@@ -1020,6 +1216,13 @@ class ParallelLoader(TpuCodemod):
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         return self.edits.apply(original_node, updated_node)
+
+
+def _without_keywords(call: cst.Call, dropped: frozenset[str]) -> cst.Call:
+    args = without_items(
+        call.args, lambda arg: arg.keyword is not None and arg.keyword.value in dropped
+    )
+    return call if len(args) == len(call.args) else call.with_changes(args=args)
 
 
 def _is_true(node: cst.BaseExpression) -> bool:
