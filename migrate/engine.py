@@ -26,6 +26,7 @@ from codemods._base import (
     tidy_torch_xla_imports,
 )
 
+from .layout import wrap_long_new_lines
 from .linemap import LineMap
 from .source import SourceError, SourceFile
 
@@ -145,6 +146,7 @@ def run_pipeline(
     new_text = module.code
     if new_text != original:
         _check_compiles(module, "imports", filename, new_text)
+        new_text = _laid_out(original, new_text, filename)
     applied = dict(context.scratch.get(REWRITES_KEY, Counter()))
     findings.sort(key=lambda f: (f.line, f.column, f.code))
     return new_text, {code: n for code, n in applied.items() if n}, findings
@@ -159,6 +161,15 @@ def _syntax_error(text: str, exc: cst.ParserSyntaxError) -> tuple[str, int]:
     except (ValueError, RecursionError, MemoryError):
         pass
     return f"cannot parse with libcst: {exc.message}", exc.raw_line
+
+
+def _laid_out(original: str, new_text: str, filename: str) -> str:
+    try:
+        laid_out = wrap_long_new_lines(original, new_text)
+        compile(laid_out, filename, "exec", dont_inherit=True)
+    except Exception as exc:  # layout is cosmetic: never let it cost the user a migration
+        raise RuleFailure("layout", _describe(exc)) from exc
+    return laid_out
 
 
 def _rewrite_count(context: CodemodContext) -> int:

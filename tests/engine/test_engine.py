@@ -139,3 +139,25 @@ def test_ignore_finding_code_and_select_prefix():
     assert set(Selection.from_options(["TPU1"]).rule_codes) == {r.CODE for r in codemods.PIPELINE}
     with pytest.raises(KeyError):
         Selection.from_options(["TPU999"])
+
+
+def test_long_new_lines_are_laid_out_like_black_and_old_ones_stay(project):
+    source = (
+        "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "untouched = [1,2,3]   # keep my spacing\n"
+        "if __name__ == '__main__':\n"
+        "    xmp.spawn(_mp_fn, args=(FLAGS,), nprocs=FLAGS.num_cores, start_method='fork')\n"
+    )
+    root = project({"t.py": source})
+    new = migrate_file(root / "t.py", ALL).new_text
+    assert new == (
+        "import torch_xla\n\n"
+        "untouched = [1,2,3]   # keep my spacing\n"
+        "if __name__ == '__main__':\n"
+        "    torch_xla.launch(\n"
+        "        _mp_fn,\n"
+        "        args=(FLAGS,),\n"
+        "        start_method='fork',\n"
+        "        debug_single_process=FLAGS.num_cores == 1,\n"
+        "    )\n"
+    )

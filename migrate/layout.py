@@ -1,0 +1,87 @@
+"""Lay out the statements a migration wrote the way black would, leaving every other line alone.
+
+Rules build new code from nodes, so a rewritten call can end up longer than any line the author
+wrote. Only statements that contain a new line over the limit are re-formatted, and only those
+statements; the limit is the longer of black's default and the file's own longest line.
+"""
+
+from __future__ import annotations
+
+import difflib
+import textwrap
+
+import black
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+BLACK_DEFAULT = 88
+
+
+def wrap_long_new_lines(original: str, new: str) -> str:
+    old_lines = original.splitlines()
+    new_lines = new.splitlines(keepends=True)
+    limit = max([BLACK_DEFAULT, *(len(line) for line in old_lines)])
+    long_new = _long_new_line_numbers(old_lines, new_lines, limit)
+    if not long_new:
+        return new
+    spans = _statement_spans(new, long_new)
+    newline = "\r\n" if new_lines and new_lines[0].endswith("\r\n") else "\n"
+    for first, last, header in sorted(spans, reverse=True):
+        block = "".join(new_lines[first - 1 : last])
+        formatted = _format_block(block, limit, header, newline)
+        if formatted is not None:
+            new_lines[first - 1 : last] = formatted.splitlines(keepends=True)
+    return "".join(new_lines)
+
+
+def _long_new_line_numbers(old_lines: list[str], new_lines: list[str], limit: int) -> set[int]:
+    stripped = [line.rstrip("\r\n") for line in new_lines]
+    matcher = difflib.SequenceMatcher(None, old_lines, stripped, autojunk=False)
+    numbers = set()
+    for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("replace", "insert"):
+            numbers.update(j + 1 for j in range(j1, j2) if len(stripped[j]) > limit)
+    return numbers
+
+
+def _statement_spans(text: str, line_numbers: set[int]) -> set[tuple[int, int, bool]]:
+    """(first line, last line, is_compound_header) of the innermost statement holding each line."""
+    wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    spans: dict[int, tuple[int, int, bool]] = {}
+    for node, position in positions.items():
+        if isinstance(node, cst.SimpleStatementLine):
+            span = (position.start.line, position.end.line, False)
+        elif isinstance(node, (cst.For, cst.While, cst.If, cst.With)):
+            body_start = positions[node.body].start.line
+            span = (position.start.line, body_start, True)  # the header ends on the ":" line
+            if not isinstance(node.body, cst.IndentedBlock):
+                continue
+        else:
+            continue
+        for number in line_numbers:
+            if span[0] <= number <= span[1]:
+                best = spans.get(number)
+                if best is None or span[1] - span[0] < best[1] - best[0]:
+                    spans[number] = span
+    return set(spans.values())
+
+
+def _format_block(block: str, limit: int, header: bool, newline: str) -> str | None:
+    """black-format one statement (or a compound statement's header); None if black declines."""
+    text = block.replace("\r\n", "\n")
+    indent = text[: len(text) - len(text.lstrip(" \t"))]
+    source = textwrap.dedent(text)
+    if header:
+        source = source.rstrip("\n") + "\n    pass\n"
+    mode = black.Mode(
+        line_length=max(limit - len(indent.expandtabs()), 40), string_normalization=False
+    )
+    try:
+        formatted = black.format_str(source, mode=mode)
+    except Exception:  # black rejects odd-but-valid code: keep the long line then
+        return None
+    if header:
+        formatted = formatted[: formatted.rstrip("\n").rfind("\n") + 1]
+    lines = [indent + line if line.strip() else line for line in formatted.splitlines(keepends=True)]
+    return "".join(lines).replace("\n", newline)
