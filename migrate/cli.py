@@ -1,4 +1,4 @@
-"""Command line: diff, apply, check, rules, explain.
+"""Command line: diff, apply, check, rules, explain, verify.
 
 Exit codes: 0 nothing to do / all went well, 1 changes (diff, check) were found,
 2 some file could not be processed (the others still were), 3 usage error.
@@ -20,6 +20,7 @@ from .engine import FileResult, Selection, default_jobs, migrate_files
 from .report import RunSummary, applied_text, check_json, check_text, error_line, finding_lines
 from .source import write_atomically
 from .terminal import Terminal
+from .verify import command as verify_command
 
 EXIT_OK, EXIT_CHANGES, EXIT_FAILED, EXIT_USAGE = 0, 1, 2, 3
 
@@ -79,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     explain = commands.add_parser("explain", help="Show a rule's documentation.")
     explain.add_argument("code", metavar="CODE")
     explain.set_defaults(handler=_cmd_explain)
+    verify_command.add_parser(commands)
     return parser
 
 

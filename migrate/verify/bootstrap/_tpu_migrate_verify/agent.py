@@ -1,0 +1,44 @@
+"""Installs the instrumentation once torch (and, on the migrated side, torch_xla) is imported."""
+
+from __future__ import annotations
+
+import atexit
+
+from .protocol import FINISHED, ORIGINAL, Config
+from .recorder import Recorder
+
+RECORDER: Recorder | None = None
+
+
+def install(config: Config) -> None:
+    global RECORDER
+    if RECORDER is not None:
+        return
+    import torch
+
+    from . import neutralize
+
+    torch.manual_seed(config.seed)
+    RECORDER = Recorder(config)
+    neutralize.install(config, RECORDER.notes)
+    if config.side == ORIGINAL and config.map_cuda:
+        from . import cuda_on_cpu
+
+        cuda_on_cpu.install(RECORDER.notes)
+    RECORDER.install_hooks()
+    atexit.register(write_if_it_trained)
+
+
+def install_xla(config: Config) -> None:
+    if RECORDER is None:  # torch_xla imports torch first, so this does not happen in practice
+        install(config)
+    from . import xla_probe
+
+    RECORDER.xla = xla_probe.XlaProbe(config.seed)
+
+
+def write_if_it_trained() -> None:
+    """A process the script started that ran some steps but ended before the limit still reports them."""
+    if RECORDER is not None and RECORDER.step and not RECORDER.written:
+        RECORDER.finish(FINISHED)
+

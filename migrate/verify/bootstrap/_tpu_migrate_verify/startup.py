@@ -1,0 +1,158 @@
+"""Process start-up (from sitecustomize): seed, and arrange for the rest to happen when torch loads.
+
+Nothing here imports torch: the instrumentation is installed right after the script itself imports
+torch (or torch_xla), so environment variables the script sets before those imports still work and
+Python processes that never use torch pay nothing.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import multiprocessing.process
+import os
+import random
+import sys
+import threading
+
+from .protocol import MIGRATED, ORIGINAL, Config
+from .stop import StopRun
+
+CONFIG: Config | None = None
+ROOT_PID: int | None = None  # the process the verifier started (set by the runner)
+
+
+def activate() -> None:
+    global CONFIG
+    config = Config.from_env()
+    if config is None or CONFIG is not None:
+        return
+    if config.side not in (ORIGINAL, MIGRATED):
+        raise ValueError(f"unknown verify side {config.side!r}")
+    CONFIG = config
+    random.seed(config.seed)
+    _AFTER_IMPORT.register("numpy", _seed_numpy)
+    _AFTER_IMPORT.register("torch", _on_torch)
+    if config.side == MIGRATED:
+        _AFTER_IMPORT.register("torch_xla", _on_torch_xla)
+    sys.meta_path.insert(0, _AFTER_IMPORT)
+    _stop_quietly_in_children()
+
+
+def _seed_numpy(numpy) -> None:
+    numpy.random.seed(CONFIG.seed)
+
+
+def _on_torch(torch) -> None:
+    from . import agent
+
+    agent.install(CONFIG)
+
+
+def _on_torch_xla(torch_xla) -> None:
+    from . import agent
+
+    agent.install_xla(CONFIG)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls a function with a module right after the module's own code has run (a post-import hook)."""
+
+    def __init__(self) -> None:
+        self._callbacks: dict[str, object] = {}
+        self._resolving: set[str] = set()
+
+    def register(self, name: str, callback) -> None:
+        module = sys.modules.get(name)
+        if module is not None:
+            callback(module)
+        else:
+            self._callbacks[name] = callback
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname not in self._callbacks or fullname in self._resolving:
+            return None
+        self._resolving.add(fullname)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._resolving.discard(fullname)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        callback = self._callbacks.pop(fullname)
+        run_module_code = loader.exec_module
+        if not _can_set_attribute(loader, "exec_module"):
+            print(f"tpu-migrate verify: cannot instrument {fullname} (loaded by {type(loader).__name__})",
+                  file=sys.stderr, flush=True)
+            return spec
+
+        def exec_module(module):
+            try:
+                run_module_code(module)
+            finally:
+                del loader.exec_module  # the loader object is this module's own: restore it
+            try:
+                callback(module)
+            except Exception as exc:
+                print(f"tpu-migrate verify: instrumentation failed: {exc!r}", file=sys.stderr, flush=True)
+                raise
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def _can_set_attribute(obj, name: str) -> bool:
+    try:
+        setattr(obj, name, getattr(obj, name))
+    except (AttributeError, TypeError):
+        return False
+    delattr(obj, name)
+    return True
+
+
+_AFTER_IMPORT = _AfterImport()
+
+
+def _stop_quietly_in_children() -> None:
+    """A process the script started ends cleanly, not with a traceback, once it reached the step limit.
+
+    The trace is already written when StopRun is raised; here it only has to stop the process without
+    looking like a failure to whoever waits for it (torch.multiprocessing.spawn checks exit codes).
+    """
+    original_run = multiprocessing.process.BaseProcess.run
+
+    def run(self):
+        try:
+            original_run(self)
+        except StopRun:
+            pass
+        else:
+            # A forked child leaves through os._exit, without atexit: report its steps now.
+            agent = sys.modules.get("_tpu_migrate_verify.agent")
+            if agent is not None:
+                agent.write_if_it_trained()
+
+    multiprocessing.process.BaseProcess.run = run
+
+    previous_hook = sys.excepthook
+
+    def excepthook(kind, value, traceback):
+        if issubclass(kind, StopRun):  # e.g. a torchrun-style child: `python train.py` under our env
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:
+                    pass
+            os._exit(0)
+        previous_hook(kind, value, traceback)
+
+    sys.excepthook = excepthook
+
+    previous_thread_hook = threading.excepthook
+
+    def thread_excepthook(args):
+        if not issubclass(args.exc_type, StopRun):
+            previous_thread_hook(args)
+
+    threading.excepthook = thread_excepthook

@@ -1,0 +1,4 @@
+"""Never finishes: for the --timeout test (torch is not even imported)."""
+import time
+
+time.sleep(600)

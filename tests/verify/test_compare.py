@@ -1,0 +1,146 @@
+"""Tolerances, hygiene arithmetic and the verdict, on hand-made data (no subprocesses)."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pytest
+
+from migrate.verify.compare import (
+    DIFFERENT,
+    EQUIVALENT,
+    Tolerance,
+    compare_losses,
+    decide,
+    strict_failures,
+    summarize_hygiene,
+)
+
+FP32 = Tolerance.default(keep_autocast=False)
+PARAMS_OK = {"count": 2, "max_abs_diff": 0.0, "max_rel_diff": 0.0, "worst": None,
+             "mismatched": [], "missing": [], "shape_mismatch": []}
+
+
+def steps(*losses):
+    return [{"step": i + 1, "loss": loss} for i, loss in enumerate(losses)]
+
+
+def test_default_tolerances_follow_the_measured_drift():
+    assert (FP32.rtol, FP32.atol) == (1e-5, 1e-6)
+    assert Tolerance.default(keep_autocast=True).rtol == 2e-2
+    assert Tolerance.default(keep_autocast=True, rtol=0.1, atol=0.0) == Tolerance(0.1, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "close"),
+    [
+        (1.0, 1.0 + 2.1e-7, True),  # MLP drift measured on XLA:CPU
+        (2.0, 2.0 * (1 + 1.06e-6), True),  # CNN + BatchNorm drift
+        (1.0, 1.0 + 3.5e-3, False),  # bf16 autocast drift is not fp32-equivalent
+        (0.0, 5e-7, True),  # atol covers losses near zero
+        (math.nan, math.nan, True),
+        (math.nan, 1.0, False),
+        (math.inf, math.inf, True),
+        (None, None, True),
+        (1.0, None, False),
+    ],
+)
+def test_loss_tolerance(a, b, close):
+    assert FP32.close(a, b) is close
+
+
+def test_rows_mark_steps_only_one_run_reached():
+    rows = compare_losses(steps(1.0, 0.9, 0.8), steps(1.0, 0.9), FP32)
+    assert [(r.step, r.ok, r.reached_by) for r in rows] == [
+        (1, True, "both"), (2, True, "both"), (3, False, "original")]
+    verdict = decide(rows, PARAMS_OK, FP32, [])
+    assert verdict.verdict == DIFFERENT and verdict.first_diverging_step == 3
+    assert verdict.reason == "only the original run reached step 3"
+
+
+def test_first_diverging_step_is_named():
+    rows = compare_losses(steps(1.0, 0.9, 0.8, 0.7), steps(1.0, 0.9, 0.85, 0.9), FP32)
+    verdict = decide(rows, PARAMS_OK, FP32, [])
+    assert verdict.first_diverging_step == 3
+    assert verdict.reason.startswith("the losses diverge at step 3: original 0.8, migrated 0.85")
+
+
+def test_parameters_decide_when_the_losses_agree():
+    rows = compare_losses(steps(1.0, 0.9), steps(1.0, 0.9), FP32)
+    params = {**PARAMS_OK, "mismatched": ["optimizer0.group0.param1"], "worst": "optimizer0.group0.param1",
+              "max_abs_diff": 0.5}
+    verdict = decide(rows, params, FP32, [])
+    assert verdict.verdict == DIFFERENT and verdict.first_diverging_step == 2
+    assert "final parameters differ after step 2" in verdict.reason
+    assert decide(rows, PARAMS_OK, FP32, []).verdict == EQUIVALENT
+    assert decide(rows, {**PARAMS_OK, "missing": ["x"]}, FP32, []).verdict == DIFFERENT
+
+
+def _snapshots(compiles, executions, transfers):
+    return [{"compilations": c, "executions": e, "host_transfers": t, "scalar_reads": t}
+            for c, e, t in zip(compiles, executions, transfers)]
+
+
+def test_hygiene_of_the_naive_loop_from_the_idioms_doc():
+    # What XLA:CPU records for 90 samples in batches of 20 with .item() in the step and a sync after it.
+    recorded = {
+        "per_step": _snapshots([1, 2, 3, 3, 4, 5, 5, 5], [1, 3, 5, 7, 9, 11, 13, 15], range(1, 9)),
+        "fallback_ops": ["aten::_local_scalar_dense"],
+    }
+    hygiene = summarize_hygiene(recorded)
+    assert hygiene.compilations == 5
+    assert hygiene.compilations_after_warmup == 2  # the partial batch's graphs
+    assert hygiene.executions_per_step == 2.0
+    assert hygiene.host_transfers_per_step == 1.0
+    assert hygiene.mid_step_transfers == 5 and hygiene.steady_steps == 5
+    assert [s["compilations"] for s in hygiene.per_step] == [1, 1, 1, 0, 1, 1, 0, 0]
+    assert len(strict_failures(hygiene)) == 2
+
+
+def test_hygiene_of_the_idiomatic_loop():
+    recorded = {"per_step": _snapshots([0, 1, 2, 2, 2, 2], [0, 1, 2, 3, 4, 5], [0] * 6), "fallback_ops": []}
+    hygiene = summarize_hygiene(recorded)
+    assert (hygiene.compilations, hygiene.compilations_after_warmup) == (2, 0)
+    assert (hygiene.executions_per_step, hygiene.host_transfers_per_step) == (1.0, 0.0)
+    assert strict_failures(hygiene) == []
+
+
+def test_hygiene_of_a_run_too_short_for_a_steady_state():
+    hygiene = summarize_hygiene({"per_step": _snapshots([1, 2], [1, 2], [0, 0])})
+    assert hygiene.steady_steps == 0 and hygiene.compilations_after_warmup == 0
+    assert hygiene.executions_per_step == 1.0
+
+
+def test_strict_failures_make_an_equivalent_run_different():
+    rows = compare_losses(steps(1.0), steps(1.0), FP32)
+    verdict = decide(rows, PARAMS_OK, FP32, ["1 graph compilation(s) after warm-up"])
+    assert verdict.verdict == DIFFERENT and verdict.strict_failures
+
+
+def test_parameter_diff_judges_each_tensor_by_its_norm(tmp_path):
+    torch = pytest.importorskip("torch")
+    from migrate.verify.params import compare_in_subprocess, compare_params
+
+    g = torch.Generator().manual_seed(0)
+    a = {"w": torch.randn(64, 64, generator=g), "b": torch.randn(64, generator=g), "only_a": torch.ones(1)}
+    near = {k: v.clone() for k, v in a.items()}
+    near["w"][3, 7] += 1e-5  # one element drifted, as Adam does on near-zero gradients
+    del near["only_a"]
+    near["extra"] = torch.ones(2)
+    far = {k: v.clone() for k, v in a.items()}
+    far["w"] *= 1.001  # a real change (e.g. another learning rate) moves the whole tensor
+    far["b"][0] = float("nan")
+    paths = {}
+    for name, params in (("a", a), ("near", near), ("far", far)):
+        paths[name] = tmp_path / f"{name}.pt"
+        torch.save(params, paths[name])
+
+    close = compare_params(paths["a"], paths["near"], 1e-5, 1e-6, "unused")
+    assert close["mismatched"] == [] and close["missing"] == ["extra", "only_a"]
+    assert close["max_abs_diff"] == pytest.approx(1e-5, rel=1e-2) and close["max_rel_diff"] < 1e-5
+    different = compare_params(paths["a"], paths["far"], 1e-5, 1e-6, "unused")
+    assert different["mismatched"] == ["w", "b"] and different["worst"] == "b"
+    assert math.isinf(different["max_rel_diff"])
+    # Same answer from the interpreter that ran the scripts (used when this one has no torch).
+    assert compare_in_subprocess(paths["a"], paths["near"], 1e-5, 1e-6, sys.executable)["mismatched"] == []
