@@ -1,8 +1,8 @@
 """The rule registry: every rule, in pipeline order.
 
-Order matters: old torch_xla spellings are modernised first, then devices are chosen, CUDA runtime
-calls mapped, loaders wrapped, and last the step boundary is placed (it needs to know whether the
-loop iterates an MpDeviceLoader).
+Order matters: old torch_xla spellings are modernised first, then devices are chosen (and models
+put on them before their optimizers are built), CUDA runtime calls mapped, loaders wrapped, and
+last the step boundary is placed (it needs to know whether the loop iterates an MpDeviceLoader).
 """
 
 from __future__ import annotations
@@ -15,10 +15,12 @@ from .tpu102_step_boundary import StepBoundary
 from .tpu103_parallel_loader import ParallelLoader
 from .tpu104_cuda_runtime import CudaRuntimeCalls
 from .tpu105_modernize_torch_xla import ModernizeTorchXla
+from .tpu106_model_before_optimizer import ModelBeforeOptimizer
 
 PIPELINE: tuple[type[TpuCodemod], ...] = (
     ModernizeTorchXla,
     DevicePlacement,
+    ModelBeforeOptimizer,
     CudaRuntimeCalls,
     ParallelLoader,
     StepBoundary,

@@ -1,0 +1,242 @@
+"""TPU106: put a model on the XLA device before an optimizer is built from its parameters."""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import PositionProvider, ScopeProvider
+
+from ._base import TORCH_XLA, Invalid, Safety, TpuCodemod, Valid
+
+OPTIMIZER_PACKAGE = "torch.optim."
+NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
+PARAMETER_METHODS = frozenset({"parameters", "named_parameters"})
+MOVE_METHODS = frozenset({"to", "cuda", "to_empty"})
+
+
+class ModelBeforeOptimizer(TpuCodemod):
+    """
+    What it does
+        When a model is built (``model = Net(...)``) and an optimizer is then built from its
+        parameters in the same block before the model was moved to a device, the model is moved
+        where it is built: ``model = Net(...).to(device)`` (``device`` when it is already bound
+        there, else ``torch_xla.device()``). Parameter groups built from
+        ``model.named_parameters()`` count too. A later ``model.to(device)`` becomes a no-op and
+        is left in place.
+
+    Why
+        On CUDA, ``module.to(device)`` swaps each parameter's data in place, so an optimizer built
+        earlier still holds the live parameters. Moving a module to an XLA device creates *new*
+        Parameter objects instead (the tensor types are not shallow-copy compatible): the
+        optimizer keeps updating stale CPU copies and the model on the TPU never learns. This
+        is the reason torch_xla's examples move the model before building the optimizer; it is
+        also how weight tying breaks on XLA. The move often happens far away (a Trainer class
+        in another module calls ``self.model.to(self.device)``), so the fix is made where the
+        model is built.
+
+    Example
+        Before::
+
+            model = MLP(20, 64, 4)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            trainer = Trainer(model, optimizer, device)  # moves the model inside
+
+        After::
+
+            model = MLP(20, 64, 4).to(device)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            trainer = Trainer(model, optimizer, device)  # moves the model inside
+    """
+
+    CODE = "TPU106"
+    NAME = "model-before-optimizer"
+    SUMMARY = "Move a model to the XLA device before an optimizer is built from its parameters"
+    SAFETY = Safety.SEMANTIC
+    TRIGGERS = ("optim",)
+
+    VALID = [
+        Valid(
+            "import torch\n\ndevice = torch.device('cpu')\n"
+            "model = Net().to(device)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n",
+            why="already moved where it is built",
+        ),
+        Valid(
+            "import torch\n\nmodel = Net()\nmodel.to(device)\n"
+            "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n",
+            why="moved before the optimizer is built",
+        ),
+        Valid(
+            "import torch\n\nmodel = Net()\n"
+            "sched = torch.optim.lr_scheduler.StepLR(model.parameters(), 1)\n",
+            why="a scheduler is not an optimizer",
+        ),
+        Valid(
+            "class Opt:\n    pass\n\nmodel = Net()\nopt = Opt(model.parameters())\n",
+            why="not a torch optimizer (and no torch in the file)",
+        ),
+        Valid(
+            "import torch\n\ndef build(model):\n"
+            "    return torch.optim.SGD(model.parameters(), lr=0.1)\n",
+            why="the model is not built here: nothing to move",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n\ndef main(device):\n    model = MLP(20, 4)\n"
+            "    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)\n"
+            "    Trainer(model, optimizer, device).fit()\n",
+            "import torch\n\ndef main(device):\n    model = MLP(20, 4).to(device)\n"
+            "    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)\n"
+            "    Trainer(model, optimizer, device).fit()\n",
+        ),
+        Invalid(
+            "import torch\nfrom torch import optim\n\nmodel = Net()\n"
+            "opt = optim.SGD(model.parameters(), lr=0.1)\nmodel.to(device)\n",
+            "import torch\nfrom torch import optim\nimport torch_xla\n\n"
+            "model = Net().to(torch_xla.device())\n"
+            "opt = optim.SGD(model.parameters(), lr=0.1)\nmodel.to(device)\n",
+            why="device is bound only later in the file: use torch_xla.device()",
+        ),
+        Invalid(
+            "import torch\n\ndevice = torch_xla.device()\nmodel = Net()\n"
+            "groups = [\n    {'params': [p for n, p in model.named_parameters() if 'bias' in n]},\n]\n"
+            "opt = torch.optim.AdamW(groups, lr=1e-3)\n",
+            "import torch\n\ndevice = torch_xla.device()\nmodel = Net().to(device)\n"
+            "groups = [\n    {'params': [p for n, p in model.named_parameters() if 'bias' in n]},\n]\n"
+            "opt = torch.optim.AdamW(groups, lr=1e-3)\n",
+            why="parameter groups built from named_parameters()",
+        ),
+        Invalid(
+            "import torch\n\nclass Lit:\n    def __init__(self, device):\n"
+            "        self.net = Net()\n"
+            "        self.optimizer = torch.optim.SGD(self.net.parameters(), lr=0.1)\n"
+            "        self.net.to(device)\n",
+            "import torch\n\nclass Lit:\n    def __init__(self, device):\n"
+            "        self.net = Net().to(device)\n"
+            "        self.optimizer = torch.optim.SGD(self.net.parameters(), lr=0.1)\n"
+            "        self.net.to(device)\n",
+        ),
+    ]
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._to_move: set[int] = set()  # ids of model-constructor calls to chain .to() onto
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._scan_block(node.body)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._scan_block(node.body)
+
+    def _scan_block(self, statements) -> None:
+        """Walk one block in order: models built, moved, and fed to an optimizer."""
+        built: dict[str, cst.Call] = {}  # target code -> constructor call, not yet moved
+        fed_by: dict[str, str] = {}  # name of a parameter list -> model target code
+        for statement in statements:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                self._scan_statement(small, built, fed_by)
+
+    def _scan_statement(self, small, built: dict[str, cst.Call], fed_by: dict[str, str]) -> None:
+        for target in list(built):
+            if _moves(small, target):
+                del built[target]
+        optimizer = _first(self._optimizer_calls(small))
+        if optimizer is not None:
+            for target in list(built):
+                if _feeds(optimizer, target) or any(
+                    fed_by.get(name) == target for name in _names_in(optimizer)
+                ):
+                    self._to_move.add(id(built.pop(target)))
+        if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+            return
+        target = _code(small.targets[0].target)
+        value = small.value
+        if isinstance(value, cst.Call) and not _is_moved_value(value) and not _is_tensor_like(value):
+            built[target] = value
+        else:
+            built.pop(target, None)
+        for model in list(built):
+            if _feeds(value, model) and isinstance(small.targets[0].target, cst.Name):
+                fed_by[target] = model
+
+    def _optimizer_calls(self, node: cst.CSTNode):
+        for call in _calls(node):
+            names = self.qualified_names(call.func)
+            if any(n.startswith(OPTIMIZER_PACKAGE) and not n.startswith(NOT_OPTIMIZERS) for n in names):
+                yield call
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if id(original_node) not in self._to_move:
+            return updated_node
+        self.record_rewrite()
+        return cst.Call(
+            func=cst.Attribute(value=updated_node, attr=cst.Name("to")),
+            args=[cst.Arg(self._device_before(original_node))],
+        )
+
+    def _device_before(self, node: cst.CSTNode) -> cst.BaseExpression:
+        """``device`` if a binding of it comes before ``node`` (or from an outer scope)."""
+        scope = self.get_metadata(ScopeProvider, node, None)
+        line = self.get_metadata(PositionProvider, node).start.line
+        if scope is not None and "device" in scope:
+            for assignment in scope["device"]:
+                if assignment.scope is not scope:
+                    return cst.Name("device")
+                bound_at = self.get_metadata(PositionProvider, assignment.node, None)
+                if bound_at is not None and bound_at.start.line < line:
+                    return cst.Name("device")
+        self.require_import(TORCH_XLA)
+        return cst.parse_expression("torch_xla.device()")
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def _calls(node: cst.CSTNode):
+    if isinstance(node, cst.Call):
+        yield node
+    for child in node.children:
+        yield from _calls(child)
+
+
+def _first(iterable):
+    return next(iter(iterable), None)
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    found = {node.value} if isinstance(node, cst.Name) else set()
+    for child in node.children:
+        found |= _names_in(child)
+    return found
+
+
+def _feeds(node: cst.CSTNode, target: str) -> bool:
+    """``node`` contains ``target.parameters()`` or ``target.named_parameters()``."""
+    return any(
+        isinstance(call.func, cst.Attribute)
+        and call.func.attr.value in PARAMETER_METHODS
+        and _code(call.func.value) == target
+        for call in _calls(node)
+    )
+
+
+def _moves(node: cst.CSTNode, target: str) -> bool:
+    """``target.to(...)`` / ``target.cuda()`` anywhere in ``node``."""
+    return any(
+        isinstance(call.func, cst.Attribute)
+        and call.func.attr.value in MOVE_METHODS
+        and _code(call.func.value) == target
+        for call in _calls(node)
+    )
+
+
+def _is_moved_value(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in MOVE_METHODS
+
+
+def _is_tensor_like(call: cst.Call) -> bool:
+    """Factories and conversions produce tensors, not modules: never a model to move."""
+    name = _code(call.func)
+    return name.startswith(("torch.", "np.", "numpy.")) and not name.startswith("torch.nn.")
