@@ -1,14 +1,15 @@
-"""Loops, loaders and statement edits shared by TPU103 (parallel loader) and TPU102 (step boundary).
+"""Loops and loaders shared by TPU103 (parallel loader) and TPU102 (step boundary).
 
 Everything here reads the *original* tree of a rule's pass (the one libcst computed metadata
 for): a rule builds a ``ModuleIndex`` in ``visit_Module``, plans its edits from it, and applies
-them in its ``leave_*`` methods by the identity of the original nodes.
+them in its ``leave_*`` methods by the identity of the original nodes (statement edits through
+``_statements.StatementEdits``).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
 import libcst as cst
@@ -47,7 +48,6 @@ BOOKKEEPING_WORDS = frozenset(
         "scheduler", "schedulers",
     }
 )  # fmt: skip
-JUMPS = (cst.Continue, cst.Break)
 Owner = cst.FunctionDef | cst.Module
 
 
@@ -476,95 +476,6 @@ def walk_code(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
         yield from walk_code(child)
-
-
-# ---------------------------------------------------------------------------- statement edits
-@dataclass
-class BlockEdits:
-    """Statements to insert or remove, keyed by the identity of original nodes, applied when a
-    rule leaves the body (``IndentedBlock`` or ``Module``) holding them."""
-
-    before: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
-    after: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
-    at_end: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)  # id(block)
-    removed: set[int] = field(default_factory=set)
-
-    def insert_before(self, statement: cst.CSTNode, new: cst.BaseStatement) -> None:
-        self.before.setdefault(id(statement), []).append(new)
-
-    def insert_after(self, statement: cst.CSTNode, new: cst.BaseStatement) -> None:
-        self.after.setdefault(id(statement), []).append(new)
-
-    def append_to(self, block: cst.CSTNode, new: cst.BaseStatement) -> None:
-        self.at_end.setdefault(id(block), []).append(new)
-
-    def remove(self, statement: cst.CSTNode) -> None:
-        self.removed.add(id(statement))
-
-    def touches(self, original: cst.CSTNode) -> bool:
-        ids = {id(statement) for statement in original.body}
-        return (
-            id(original) in self.at_end
-            or not ids.isdisjoint(self.before)
-            or not ids.isdisjoint(self.after)
-            or not ids.isdisjoint(self.removed)
-        )
-
-    def apply(self, original, updated):
-        """``updated`` (an IndentedBlock or Module) with this body's edits applied."""
-        if not self.touches(original):
-            return updated
-        body: list[cst.BaseStatement] = []
-        carried: list[cst.EmptyLine] = []  # leading lines of removed statements
-        for old, new in zip(original.body, updated.body):
-            body.extend(self.before.get(id(old), ()))
-            if id(old) in self.removed:
-                carried.extend(_comment_lines(new))
-                continue
-            if carried:
-                new = _with_carried_lines(new, carried, first=not body)
-                carried = []
-            body.append(new)
-            body.extend(self.after.get(id(old), ()))
-        appended = self.at_end.get(id(original), [])
-        if appended:
-            jump = len(body) if not body or not _is_jump(body[-1]) else len(body) - 1
-            body[jump:jump] = appended
-        footer = list(updated.footer)
-        if not body:  # everything went: the block still needs a statement
-            body.append(_with_carried_lines(cst.SimpleStatementLine([cst.Pass()]), carried, True))
-        elif any(line.comment for line in carried):  # comments below the last statement
-            footer = [line for line in carried if line.comment] + footer
-        return updated.with_changes(body=body, footer=footer)
-
-
-def _comment_lines(statement) -> list[cst.EmptyLine]:
-    """The lines above a statement, plus its trailing comment as a line of its own."""
-    lines = list(statement.leading_lines)
-    trailing = getattr(statement, "trailing_whitespace", None)
-    if trailing is not None and trailing.comment is not None:
-        lines.append(cst.EmptyLine(indent=True, comment=trailing.comment))
-    return lines
-
-
-def _with_carried_lines(statement, carried: list[cst.EmptyLine], first: bool):
-    """Keep the comments (and spacing) that sat above a removed statement."""
-    own = list(statement.leading_lines)
-    if not any(line.comment for line in carried):
-        carried = [] if own else carried
-    lines = carried + own
-    if first:  # black drops blank lines at the top of a block
-        while lines and lines[0].comment is None:
-            lines.pop(0)
-    return statement.with_changes(leading_lines=lines)
-
-
-def _is_jump(statement: cst.BaseStatement) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], JUMPS)
-    )
 
 
 def new_statement(code: str) -> cst.SimpleStatementLine:

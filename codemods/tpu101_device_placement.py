@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional, Sequence, Union
+from typing import Optional, Union
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ._base import TORCH_XLA, Invalid, Safety, TpuCodemod, Valid
+from ._statements import AppliesStatementEdits, Replacement
 
 # Calls whose truth means "the CUDA-class accelerator is there": the migrated script takes that path.
 ACCELERATOR_TESTS = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
@@ -81,18 +82,7 @@ class ChainDecision:
     taken: Union[int, str, None]  # arm index (or ELSE) run when no kept arm is; None: nothing
 
 
-@dataclass
-class BlockEdit:
-    """Replace a statement of a block by ``statements``; ``leading`` goes above them, ``trailing``
-    below them; ``terminal`` drops the rest of the block (it can no longer run)."""
-
-    statements: list
-    leading: Sequence[cst.EmptyLine] = ()
-    trailing: Sequence[cst.EmptyLine] = ()
-    terminal: bool = False
-
-
-class DevicePlacement(TpuCodemod):
+class DevicePlacement(AppliesStatementEdits, TpuCodemod):
     """
     What it does
         Makes every device choice and device move in a PyTorch script use the XLA device.
@@ -109,7 +99,9 @@ class DevicePlacement(TpuCodemod):
           ``use_cuda``) collapse to the accelerator path: ``if`` bodies are inlined,
           ``elif``/``else`` fallbacks (mps, cpu) go, ``X if use_cuda else Y`` becomes ``X``,
           ``use_cuda and cond`` becomes ``cond``, code after an inlined ``return`` goes, and a
-          flag none of whose reads is left is removed.
+          flag none of whose reads is left is removed. The comment lines right above a removed
+          flag or ``if`` go with it unless the next statement follows it directly (see
+          ``_statements``).
         - Device strings in configuration (variables, attributes, keys, parameters and
           ``--device`` options whose name contains "device") become ``"xla"``, and so do
           the "cuda" strings device-ish values are compared with. A variable that held
@@ -601,12 +593,37 @@ class DevicePlacement(TpuCodemod):
             "        # CPU fallback\n"
             "        print('CPU run')\n"
             "    return 0\n",
+            "import torch\n\n\ndef main():\n    print('GPU run')\n    return 0\n",
+            why="the comment of a removed flag followed by a blank line goes with it; the dropped "
+            "else takes its own comments",
+        ),
+        Invalid(
             "import torch\n\n\n"
-            "def main():\n"
-            "    # Device configuration\n\n"
-            "    print('GPU run')\n"
-            "    return 0\n",
-            why="comments above a removed flag stay; the dropped else takes its own comments",
+            "def main(args):\n"
+            "    # pick the device\n"
+            "    use_cuda = torch.cuda.is_available()\n"
+            "    device = torch.device('cuda' if use_cuda else 'cpu')\n"
+            "    return device\n",
+            "import torch\n"
+            "import torch_xla\n\n\n"
+            "def main(args):\n"
+            "    # pick the device\n"
+            "    device = torch_xla.device()\n"
+            "    return device\n",
+            why="the comment of a removed flag that the next statement follows directly stays",
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "def main(seed):\n"
+            "    use_cuda = torch.cuda.is_available()\n\n"
+            "    # warn about slow CPU runs\n"
+            "    if not use_cuda:\n"
+            "        print('no gpu')\n\n"
+            "    model = Net()\n"
+            "    return model\n",
+            "import torch\n\n\ndef main(seed):\n    model = Net()\n    return model\n",
+            why="a removed flag and a removed branch: their comments go, no blank line is left "
+            "below the def",
         ),
         Invalid(
             "import torch\n\n\n"
@@ -675,7 +692,6 @@ class DevicePlacement(TpuCodemod):
         self._flag_attributes: set[str] = set()  # dotted attribute flags, e.g. "args.cuda"
         self._retyped_uses: set[int] = set()  # ids of Names of a device string now a device
         self._removable_flags: set[int] = set()  # ids of statement lines that can go
-        self._edits: dict[int, BlockEdit] = {}
         self._inlined: set[int] = set()  # ids of if-branch bodies that become straight-line code
         self._self_device_lines: dict[int, Optional[int]] = {}
 
@@ -1358,18 +1374,18 @@ class DevicePlacement(TpuCodemod):
         arms, else_ = _chain(updated_node)
         if decision.kept:
             return self._rebuild_chain(updated_node, arms, else_, decision)
-        leading = list(updated_node.leading_lines)
         if decision.taken is None:
-            self._edits[id(updated_node)] = BlockEdit([], leading)
+            self.edits.remove(original_node)
             return updated_node
         taken = else_ if decision.taken == ELSE else arms[decision.taken]
+        leading = list(updated_node.leading_lines)
         if taken is not updated_node:
             leading += taken.leading_lines
-        edit = _inline_block(taken.body, leading)
-        if edit.terminal:
+        replacement = _inline_block(taken.body, leading)
+        if replacement.ends_block:
             for unreachable in self._following_siblings(original_node):
                 self._release_calls(unreachable)
-        self._edits[id(updated_node)] = edit
+        self.edits.replace(original_node, replacement)
         return updated_node
 
     def _rebuild_chain(self, head: cst.If, arms, else_, decision: ChainDecision) -> cst.If:
@@ -1406,7 +1422,7 @@ class DevicePlacement(TpuCodemod):
         if any(id(node) in self._flag_uses for arm in original_arms for node in _walk(arm.test)):
             return updated
         self.record_rewrite()
-        self._edits[id(updated)] = _inline_block(bodies[0], list(updated.leading_lines))
+        self.edits.replace(original, _inline_block(bodies[0], list(updated.leading_lines)))
         return updated
 
     def leave_SimpleStatementLine(
@@ -1415,46 +1431,8 @@ class DevicePlacement(TpuCodemod):
         if id(original_node) in self._removable_flags:
             self.record_rewrite()
             self._release_calls(original_node)
-            self._edits[id(updated_node)] = BlockEdit([], list(updated_node.leading_lines))
+            self.edits.remove(original_node)
         return updated_node
-
-    def leave_IndentedBlock(
-        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
-    ) -> cst.IndentedBlock:
-        body, footer = self._apply_edits(updated_node.body, updated_node.footer)
-        if body is None:
-            return updated_node
-        if body and body[0] is not updated_node.body[0]:
-            body[0] = body[0].with_changes(leading_lines=_without_leading_blanks(body[0]))
-        return updated_node.with_changes(body=body, footer=footer)
-
-    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        body, footer = self._apply_edits(updated_node.body, updated_node.footer)
-        if body is None:
-            return updated_node
-        return updated_node.with_changes(body=body, footer=footer)
-
-    def _apply_edits(self, body, footer):
-        """Splice the planned statement edits into a block, moving comment lines along."""
-        if not any(id(statement) in self._edits for statement in body):
-            return None, footer
-        new_body, pending, unreachable = [], [], False
-        for statement in body:
-            edit = self._edits.pop(id(statement), None) or BlockEdit([statement])
-            if unreachable:
-                continue
-            lines = _join_lines(pending, edit.leading)
-            if edit.statements:
-                first, *rest = edit.statements
-                new_body += [
-                    first.with_changes(leading_lines=_join_lines(lines, first.leading_lines)),
-                    *rest,
-                ]
-                pending = list(edit.trailing)
-            else:
-                pending = _join_lines(lines, edit.trailing)
-            unreachable = edit.terminal
-        return new_body, _join_lines(pending, footer)
 
     # ----------------------------------------------------------------- device strings
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
@@ -1777,35 +1755,17 @@ def _ends_terminal(block: cst.BaseSuite) -> bool:
     return isinstance(last, TERMINAL_STATEMENTS)
 
 
-def _inline_block(block: cst.BaseSuite, leading: list) -> BlockEdit:
+def _inline_block(block: cst.BaseSuite, leading: list) -> Replacement:
     """The statements of ``block`` at the level of the statement it belonged to; its header
     comment goes above them and its footer comments below them."""
     if isinstance(block, cst.SimpleStatementSuite):
         line = cst.SimpleStatementLine(
             body=block.body, trailing_whitespace=block.trailing_whitespace
         )
-        return BlockEdit([line], leading, (), _ends_terminal(block))
+        return Replacement((line,), tuple(leading), (), _ends_terminal(block))
     header = block.header.comment
     if header is not None:
         leading = [*leading, cst.EmptyLine(comment=header)]
-    return BlockEdit(list(block.body), leading, list(block.footer), _ends_terminal(block))
-
-
-def _without_leading_blanks(statement: cst.BaseStatement) -> list:
-    """A block's new first statement: no blank lines between the block header and it."""
-    lines = list(statement.leading_lines)
-    while lines and _is_blank(lines[0]):
-        lines.pop(0)
-    return lines
-
-
-def _is_blank(line: cst.EmptyLine) -> bool:
-    return line.comment is None
-
-
-def _join_lines(first: Sequence[cst.EmptyLine], second: Sequence[cst.EmptyLine]) -> list:
-    """``first`` then ``second`` without doubling the blank lines where they meet."""
-    first = list(first)
-    while first and second and _is_blank(first[-1]) and _is_blank(second[0]):
-        first.pop()
-    return [*first, *second]
+    return Replacement(
+        tuple(block.body), tuple(leading), tuple(block.footer), _ends_terminal(block)
+    )

@@ -7,7 +7,6 @@ from libcst.metadata import ScopeProvider
 
 from ._base import TORCH_XLA, XM, Invalid, Safety, TpuCodemod, Valid
 from ._loops import (
-    BlockEdits,
     ModuleIndex,
     calls,
     calls_in,
@@ -18,6 +17,7 @@ from ._loops import (
     refers_to,
     walk_code,
 )
+from ._statements import AppliesStatementEdits
 
 # Wrapping the model in one of these already reduces gradients: keep ``optimizer.step()``.
 SHARDING_WRAPPERS = (
@@ -52,7 +52,7 @@ NOT_OPTIMIZER_WORDS = frozenset({"scheduler", "schedulers", "sched", "schedule"}
 FINDING = "TPU221"
 
 
-class StepBoundary(TpuCodemod):
+class StepBoundary(AppliesStatementEdits, TpuCodemod):
     """
     What it does
         In training code:
@@ -663,7 +663,6 @@ class StepBoundary(TpuCodemod):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self.edits = BlockEdits()
         self.conversions: set[int] = set()  # optimizer ``.step`` calls to rewrite
 
     # ------------------------------------------------------------------ planning
@@ -897,14 +896,6 @@ class StepBoundary(TpuCodemod):
         self.require_import(XM)
         self.record_rewrite()
         return cst.Call(func=cst.parse_expression("xm.optimizer_step"), args=args)
-
-    def leave_IndentedBlock(
-        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
-    ) -> cst.IndentedBlock:
-        return self.edits.apply(original_node, updated_node)
-
-    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        return self.edits.apply(original_node, updated_node)
 
 
 def _last_identifier(expr: cst.BaseExpression) -> str | None:

@@ -7,7 +7,6 @@ from libcst.metadata import ScopeProvider
 
 from ._base import PL, ImportSpec, Invalid, Safety, TpuCodemod, Valid
 from ._loops import (
-    BlockEdits,
     ModuleIndex,
     assigned_pairs,
     calls_in,
@@ -20,6 +19,7 @@ from ._loops import (
     walk_code,
     without_items,
 )
+from ._statements import AppliesStatementEdits
 
 PARALLEL_LOADER = "torch_xla.distributed.parallel_loader"
 # When ``pl`` already names something else (``import pytorch_lightning as pl``).
@@ -58,7 +58,7 @@ def device_loader_name(loader: str) -> str:
     return loader + "_device_loader"
 
 
-class ParallelLoader(TpuCodemod):
+class ParallelLoader(AppliesStatementEdits, TpuCodemod):
     """
     What it does
         Makes every loop over a ``torch.utils.data.DataLoader`` iterate a
@@ -104,8 +104,9 @@ class ParallelLoader(TpuCodemod):
         wrapper is spelled ``MpDeviceLoader(...)`` with a ``from ... import MpDeviceLoader``.
         Loops over ``zip(loader_a, loader_b)``, ``iter(loader)`` and locals of unknown origin are
         left alone, as are other uses of a loader (``len(train_loader.dataset)``) and copies
-        made in another function the batch is passed to. A removed statement's comments (its
-        trailing one included) move to the next statement.
+        made in another function the batch is passed to. A removed copy takes its trailing comment
+        and the comment lines right above it along, unless the next statement follows it with no
+        blank line between (the comment then stays above that one: it may describe both).
 
     Why
         ``MpDeviceLoader`` uploads batches on background threads while the device computes, and
@@ -336,6 +337,57 @@ class ParallelLoader(TpuCodemod):
             "            loss = model(x, y)\n",
             why="device defined after the loader: the wrapper goes before the outermost loop; "
             "the removed copy's comment is kept",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n\n\n"
+            "class Trainer:\n"
+            "    def __init__(self, model, ds):\n"
+            "        self.model = model\n"
+            "        self.device = torch_xla.device()\n"
+            "        self.train_loader = DataLoader(ds, batch_size=32)\n\n"
+            "    def train_epoch(self):\n"
+            "        for i, (inputs, targets) in enumerate(self.train_loader):\n"
+            "            inputs = inputs.to(self.device, non_blocking=True)\n"
+            "            targets = targets.to(self.device, non_blocking=True)\n\n"
+            "            logits = self.model(inputs)\n"
+            "            loss = logits.sum()\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n\n"
+            "class Trainer:\n"
+            "    def __init__(self, model, ds):\n"
+            "        self.model = model\n"
+            "        self.device = torch_xla.device()\n"
+            "        self.train_loader = DataLoader(ds, batch_size=32)\n\n"
+            "    def train_epoch(self):\n"
+            "        for i, (inputs, targets) in enumerate(pl.MpDeviceLoader(self.train_loader, "
+            "self.device)):\n"
+            "            logits = self.model(inputs)\n"
+            "            loss = logits.sum()\n",
+            why="the copies were the first statements of the loop: no blank line is left below "
+            "its header",
+        ),
+        Invalid(
+            "import torch\n"
+            "from torch.utils.data import DataLoader\n\n"
+            "device = torch.device('xla')\n"
+            "loader = DataLoader(ds, batch_size=8)\n"
+            "for x, y in loader:\n"
+            "    loss = model(x, y)\n"
+            "    # the targets too\n"
+            "    y = y.to(device)\n",
+            "import torch\n"
+            "from torch.utils.data import DataLoader\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n"
+            "device = torch.device('xla')\n"
+            "loader = DataLoader(ds, batch_size=8)\n"
+            "device_loader = pl.MpDeviceLoader(loader, device)\n"
+            "for x, y in device_loader:\n"
+            "    loss = model(x, y)\n",
+            why="the comment above a removed last statement goes with it",
         ),
         Invalid(
             "import torch\n"
@@ -609,7 +661,6 @@ class ParallelLoader(TpuCodemod):
             "        loader = DataLoader(ds, batch_size=2**epoch)\n"
             "        device_loader = pl.MpDeviceLoader(loader, device)\n"
             "        for x in device_loader:\n"
-            "            # copy to the accelerator\n"
             "            train_on(x)\n\n\n"
             "def warmup():\n"
             "    device_loader = pl.MpDeviceLoader(loader, device)\n"
@@ -618,7 +669,8 @@ class ParallelLoader(TpuCodemod):
             "            # the batch must live on the device\n"
             "            train_on(x)\n",
             why="a loader rebuilt every epoch is wrapped where it is built; a global loader "
-            "before the function's outermost loop; comments of removed copies are kept",
+            "before the function's outermost loop; a removed copy's trailing comment goes with it, "
+            "its comment above stays when the next statement follows directly",
         ),
         Invalid(
             "import torch\n"
@@ -702,7 +754,6 @@ class ParallelLoader(TpuCodemod):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self.edits = BlockEdits()
         self.replace: dict[int, cst.BaseExpression] = {}  # loader reference -> new name
         self.wrap: dict[int, cst.BaseExpression] = {}  # loader reference -> device to wrap with
         self.moves: set[int] = set()  # ``.to(device)`` calls to unwrap
@@ -1196,26 +1247,7 @@ class ParallelLoader(TpuCodemod):
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.SimpleStatementLine:
-        kept = [
-            new
-            for old, new in zip(original_node.body, updated_node.body)
-            if id(old) not in self.dropped
-        ]
-        if len(kept) == len(updated_node.body):
-            return updated_node
-        if not kept:
-            self.edits.remove(original_node)
-            return updated_node
-        kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
-        return updated_node.with_changes(body=kept)
-
-    def leave_IndentedBlock(
-        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
-    ) -> cst.IndentedBlock:
-        return self.edits.apply(original_node, updated_node)
-
-    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        return self.edits.apply(original_node, updated_node)
+        return self.edits.remove_small_statements(original_node, updated_node, self.dropped)
 
 
 def _without_keywords(call: cst.Call, dropped: frozenset[str]) -> cst.Call:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Sequence, Union
+from typing import Iterator, Union
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
@@ -18,6 +18,7 @@ from ._base import (
     TpuCodemod,
     Valid,
 )
+from ._statements import AppliesStatementEdits, Block
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,6 @@ TIMERS = frozenset(
 )
 SCOPE_BOUNDARIES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 LOOPS = (cst.For, cst.While)
-Block = Union[cst.Module, cst.IndentedBlock]
 
 
 def action_for(qualified_name: str) -> Action | None:
@@ -194,7 +194,7 @@ def action_for(qualified_name: str) -> Action | None:
     return NAMESPACES[max(prefixes, key=len)] if prefixes else None
 
 
-class CudaRuntimeCalls(TpuCodemod):
+class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
     """
     What it does
         Maps the CUDA runtime API to torch_xla 2.9:
@@ -221,9 +221,11 @@ class CudaRuntimeCalls(TpuCodemod):
           assignments to ``torch.backends.cudnn.{benchmark, deterministic, enabled}`` and
           ``torch.backends.cuda.matmul.allow_{fp16,bf16}_reduced_precision_reduction``, under any
           import spelling (``import torch.backends.cudnn as cudnn``, ``from torch import cuda``).
-          An ``allow_tf32`` switch is deleted only when set to ``True``. Comment lines above a
-          deleted statement move to the next statement; a block left empty gets ``pass``;
-          imports left unused (``cudnn``) are removed.
+          An ``allow_tf32`` switch is deleted only when set to ``True``. The comment lines right
+          above a deleted statement go with it (they described it) unless the next statement
+          follows it directly (they may describe both); lines above them move to the next
+          statement; a block left empty gets ``pass``; imports left unused (``cudnn``) are
+          removed.
 
         ``torch.cuda.current_device()`` is flagged, not mapped: ``xr.local_ordinal()`` numbers
         processes, and each launched process sees a single device, ``xla:0``. ``import torch`` is
@@ -371,17 +373,68 @@ class CudaRuntimeCalls(TpuCodemod):
             "    return out\n\n\ndef teardown():\n    # done: hand memory back\n"
             "    torch.cuda.empty_cache()\n",
             "import torch\n\n\ndef evaluate(model):\n    model.eval()\n\n"
-            "    # free the training activations first\n    out = model(x)\n"
-            "    # release the cache again\n    return out\n\n\ndef teardown():\n"
-            "    # done: hand memory back\n    pass\n",
-            why="comment lines above a deleted statement are kept",
+            "    # free the training activations first\n    out = model(x)\n    return out\n\n\n"
+            "def teardown():\n    pass\n",
+            why="a comment above a deleted statement stays above a statement that follows "
+            "directly; it goes with the statement when a return or the end of the block follows",
         ),
         Invalid(
             "import torch\n\n\ndef finish(model):\n    model.eval()\n    # last: drop the cache\n"
             "    torch.cuda.empty_cache()\n\n\nx = 1\n",
-            "import torch\n\n\ndef finish(model):\n    model.eval()\n    # last: drop the cache\n"
-            "\n\nx = 1\n",
-            why="the comment above a deleted last statement stays at the end of its block",
+            "import torch\n\n\ndef finish(model):\n    model.eval()\n\n\nx = 1\n",
+            why="the comment above a deleted last statement goes with it",
+        ),
+        Invalid(
+            "import torch\n\n\ndef main(args):\n    torch.manual_seed(args.seed)\n\n"
+            "    # let cudnn pick the fastest conv algorithms for our fixed input size\n"
+            "    torch.backends.cudnn.benchmark = True\n\n"
+            "    model = build_model(args)\n    return model\n",
+            "import torch\n\n\ndef main(args):\n    torch.manual_seed(args.seed)\n\n"
+            "    model = build_model(args)\n    return model\n",
+            why="a comment followed by its statement and a blank line described that statement "
+            "alone: it goes with it, and the blank lines around it do not pile up",
+        ),
+        Invalid(
+            "import torch\n\n# determinism settings for the run\n"
+            "torch.backends.cudnn.deterministic = True\n"
+            "torch.use_deterministic_algorithms(True)\n",
+            "import torch\n\n# determinism settings for the run\n"
+            "torch.use_deterministic_algorithms(True)\n",
+            why="a comment above a group of statements stays above what is left of the group",
+        ),
+        Invalid(
+            "import torch\n\n\ndef setup():\n    model = Net()\n\n"
+            "    # speed up the convolutions\n    torch.backends.cudnn.benchmark = True\n"
+            "    torch.backends.cudnn.deterministic = False\n\n    return model\n",
+            "import torch\n\n\ndef setup():\n    model = Net()\n\n    return model\n",
+            why="a whole commented group deleted: its comment goes too",
+        ),
+        Invalid(
+            "import torch\n\n\nclass Trainer:\n    def train_epoch(self, epoch):\n"
+            "        for x in self.loader:\n            self.step(x)\n"
+            '        print(f"epoch {epoch} done")\n\n'
+            "        # release cached blocks between epochs (helps when other jobs share the GPU)\n"
+            "        torch.cuda.empty_cache()\n        return self.losses.avg\n",
+            "import torch\n\n\nclass Trainer:\n    def train_epoch(self, epoch):\n"
+            "        for x in self.loader:\n            self.step(x)\n"
+            '        print(f"epoch {epoch} done")\n\n        return self.losses.avg\n',
+            why="a comment above a deleted statement does not move onto the return after it",
+        ),
+        Invalid(
+            "import torch\n\n\ndef shutdown(model):\n    model.cpu()\n    # --- cleanup ---\n\n"
+            "    # hand cached memory back to the driver\n    torch.cuda.empty_cache()\n\n\n"
+            "x = 1\n",
+            "import torch\n\n\ndef shutdown(model):\n    model.cpu()\n    # --- cleanup ---\n\n\n"
+            "x = 1\n",
+            why="a deleted last statement: its own comment goes, a comment further up stays at "
+            "the end of the block",
+        ),
+        Invalid(
+            "import torch\n\n\ndef main_worker(gpu, args):\n    torch.cuda.set_device(gpu)\n\n"
+            "    model = build_model(args)\n    return model\n",
+            "import torch\n\n\ndef main_worker(gpu, args):\n    model = build_model(args)\n"
+            "    return model\n",
+            why="a block's new first statement starts right below its header",
         ),
         Invalid(
             "import torch\nimport torch.backends.cudnn as cudnn\n\n"
@@ -604,8 +657,7 @@ class CudaRuntimeCalls(TpuCodemod):
             "            # make the log line accurate\n            torch.cuda.synchronize()\n",
             "import torch\n\n\ndef train(model, loader, opt):\n"
             "    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
-            "        opt.step()\n        if step % 100 == 0:\n"
-            "            # make the log line accurate\n            pass\n",
+            "        opt.step()\n        if step % 100 == 0:\n            pass\n",
             why="a periodic untimed wait inside the training loop is deleted too",
         ),
         Invalid(
@@ -626,7 +678,6 @@ class CudaRuntimeCalls(TpuCodemod):
         super().__init__(context)
         self._call_rewrites: dict[int, Replace] = {}  # id(original Call) -> rewrite
         self._removed_statements: set[int] = set()  # id(original small statement)
-        self._dropped_lines: set[int] = set()  # id(original line) whose statements all went
         self._seed_lines: set[int] = set()  # id(original line) that became one seeding call
         self._launcher_scopes: dict[int, bool] = {}
 
@@ -819,74 +870,39 @@ class CudaRuntimeCalls(TpuCodemod):
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.SimpleStatementLine:
-        body = self._kept_statements(original_node.body, updated_node.body)
-        if not body:
-            self._dropped_lines.add(id(original_node))  # the enclosing block drops it
-            return updated_node
-        return updated_node.with_changes(body=body)
+        return self.edits.remove_small_statements(
+            original_node, updated_node, self._removed_statements
+        )
 
     def leave_SimpleStatementSuite(
         self, original_node: cst.SimpleStatementSuite, updated_node: cst.SimpleStatementSuite
     ) -> cst.SimpleStatementSuite:
-        body = self._kept_statements(original_node.body, updated_node.body)
-        return updated_node.with_changes(body=body or [cst.Pass()])
-
-    def _kept_statements(
-        self, original: Sequence[cst.BaseSmallStatement], updated: Sequence[cst.BaseSmallStatement]
-    ) -> list[cst.BaseSmallStatement]:
-        kept = [
-            new for old, new in zip(original, updated) if id(old) not in self._removed_statements
-        ]
-        if kept and len(kept) < len(updated):
-            kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
-        return kept if len(kept) < len(updated) else list(updated)
+        return self.edits.remove_small_statements(
+            original_node, updated_node, self._removed_statements
+        )
 
     def leave_IndentedBlock(
         self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
     ) -> cst.IndentedBlock:
-        return self._without_dropped_lines(original_node, updated_node, empty_body_needs_pass=True)
+        self._remove_repeated_seeds(original_node, updated_node)
+        return super().leave_IndentedBlock(original_node, updated_node)
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        return self._without_dropped_lines(original_node, updated_node, empty_body_needs_pass=False)
+        self._remove_repeated_seeds(original_node, updated_node)
+        return super().leave_Module(original_node, updated_node)
 
-    def _without_dropped_lines(
-        self, original: Block, updated: Block, empty_body_needs_pass: bool
-    ) -> Block:
-        """Drop deleted lines (and repeated seeding calls) from a block; their leading comment
-        lines move to the next statement, or to the end of the block."""
-        body: list[cst.BaseStatement] = []
-        carried: list[cst.EmptyLine] = []
+    def _remove_repeated_seeds(self, original: Block, updated: Block) -> None:
+        """A seeding line that repeats the statement kept before it goes (``manual_seed`` and
+        ``manual_seed_all`` became the same call)."""
+        previous: cst.BaseStatement | None = None
         for old, new in zip(original.body, updated.body):
-            if id(old) in self._dropped_lines or self._repeats_previous_seed(old, new, body):
-                carried.extend(new.leading_lines)
+            if self.edits.is_removed(old):
                 continue
-            if carried:
-                new = new.with_changes(leading_lines=_merge_lines(carried, new.leading_lines))
-                carried = []
-            body.append(new)
-        if len(body) == len(updated.body):
-            return updated
-        leftover = list(carried) if any(line.comment for line in carried) else []
-        if not body and empty_body_needs_pass:
-            return updated.with_changes(
-                body=[cst.SimpleStatementLine([cst.Pass()], leading_lines=leftover)]
-            )
-        return updated.with_changes(body=body, footer=[*leftover, *updated.footer])
-
-    def _repeats_previous_seed(
-        self, old: cst.BaseStatement, new: cst.BaseStatement, kept: list[cst.BaseStatement]
-    ) -> bool:
-        if id(old) not in self._seed_lines or not kept:
-            return False
-        previous = kept[-1]
-        if not (isinstance(previous, cst.SimpleStatementLine) and len(previous.body) == 1):
-            return False
-        assert isinstance(new, cst.SimpleStatementLine)
-        code = cst.Module([]).code_for_node
-        if code(previous.body[0]) != code(new.body[0]):
-            return False
-        self.record_rewrite()
-        return True
+            if id(old) in self._seed_lines and _same_single_statement(previous, new):
+                self.edits.remove(old)
+                self.record_rewrite()
+                continue
+            previous = new
 
 
 def _is_dotted_name(node: cst.BaseExpression) -> bool:
@@ -909,21 +925,10 @@ def _descendants(
             yield from _descendants(child, boundaries)
 
 
-def _merge_lines(carried: list[cst.EmptyLine], own: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
-    """``carried`` then ``own``, with no more consecutive blank lines than either had alone."""
-    limit = max(_longest_blank_run(carried), _longest_blank_run(own))
-    merged: list[cst.EmptyLine] = []
-    run = 0
-    for line in [*carried, *own]:
-        run = 0 if line.comment else run + 1
-        if run <= limit:
-            merged.append(line)
-    return merged
-
-
-def _longest_blank_run(lines: Sequence[cst.EmptyLine]) -> int:
-    longest = run = 0
-    for line in lines:
-        run = 0 if line.comment else run + 1
-        longest = max(longest, run)
-    return longest
+def _same_single_statement(first: cst.BaseStatement | None, second: cst.BaseStatement) -> bool:
+    """Two lines of one small statement each, with the same code."""
+    lines = (first, second)
+    if not all(isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 for line in lines):
+        return False
+    code = cst.Module([]).code_for_node
+    return code(first.body[0]) == code(second.body[0])  # type: ignore[union-attr]

@@ -1,0 +1,276 @@
+"""Removing, replacing and inserting the statements of a block, with one policy for the comment and
+blank lines around them (TPU101, TPU102, TPU103, TPU104).
+
+A rule lists ``AppliesStatementEdits`` before ``TpuCodemod`` in its bases and records its edits in
+``self.edits`` while libcst walks the tree, keyed by the identity of *original* statements (the
+``original_node`` of ``leave_*``); each block gets its edits when the rule leaves it::
+
+    self.edits.remove(original_node)  # a whole statement (line or compound)
+    self.edits.replace(original_node, Replacement(statements, leading, trailing))
+    self.edits.insert_before(original_node, new)  # also insert_after, append_to(block, new)
+    return self.edits.remove_small_statements(original_node, updated_node, removed_ids)  # a; b
+
+Where the lines of a removed statement S go (N: the statement now following it):
+
+- S's own comments, the comment lines right above it with no blank line between, stay above N only
+  when N follows S directly (no blank line between them) and is not a ``return``, ``raise``,
+  ``break`` or ``continue``: they probably describe a group that continues with N. Otherwise they
+  described S alone and go with it, like its trailing ``# comment``.
+- The lines above S's own comments move onto N. When S was the last statement of its block,
+  their comments go to the end of the block (blank lines alone are dropped), above the ``pass``
+  of a block left empty.
+- Blank lines never pile up: joined lines keep no longer a run of blank lines than either side had.
+- A block's new first statement starts right below the block header (or the file's header).
+- Removing several statements gives the result of removing them one after another, top down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Container, Sequence, Union
+
+import libcst as cst
+
+Block = Union[cst.IndentedBlock, cst.Module]
+Lines = Sequence[cst.EmptyLine]
+SmallLine = Union[cst.SimpleStatementLine, cst.SimpleStatementSuite]
+JUMPS = (cst.Continue, cst.Break)
+EXITS = (*JUMPS, cst.Return, cst.Raise)
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """Statements that take the place of one statement: ``leading`` goes above them, ``trailing``
+    below them; ``ends_block``: the rest of the block can no longer run and is dropped."""
+
+    statements: tuple[cst.BaseStatement, ...]
+    leading: tuple[cst.EmptyLine, ...] = ()
+    trailing: tuple[cst.EmptyLine, ...] = ()
+    ends_block: bool = False
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One step of rebuilding a block: a statement that stays (``removed`` False), one that goes,
+    or (``statement`` None) comment lines that move onto whatever statement comes next."""
+
+    statement: cst.BaseStatement | None
+    removed: bool = False
+    lines: tuple[cst.EmptyLine, ...] = ()  # only for statement None
+
+
+@dataclass
+class StatementEdits:
+    """Statement edits of a rule's pass, applied block by block when the rule leaves a block."""
+
+    removed: set[int] = field(default_factory=set)
+    replaced: dict[int, Replacement] = field(default_factory=dict)
+    before: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
+    after: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
+    at_end: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)  # id(block)
+
+    def remove(self, statement: cst.CSTNode) -> None:
+        self.removed.add(id(statement))
+
+    def replace(self, statement: cst.CSTNode, replacement: Replacement) -> None:
+        self.replaced[id(statement)] = replacement
+
+    def insert_before(self, statement: cst.CSTNode, new: cst.BaseStatement) -> None:
+        self.before.setdefault(id(statement), []).append(new)
+
+    def insert_after(self, statement: cst.CSTNode, new: cst.BaseStatement) -> None:
+        self.after.setdefault(id(statement), []).append(new)
+
+    def append_to(self, block: cst.CSTNode, new: cst.BaseStatement) -> None:
+        """Add ``new`` at the end of ``block``, before a final ``continue`` / ``break``."""
+        self.at_end.setdefault(id(block), []).append(new)
+
+    def is_removed(self, statement: cst.CSTNode) -> bool:
+        return id(statement) in self.removed
+
+    def remove_small_statements(
+        self, original: SmallLine, updated: SmallLine, removed: Container[int]
+    ) -> SmallLine:
+        """``updated`` without the small statements whose original's id is in ``removed``
+        (``a; b; c`` -> ``a; c``). A line left empty is removed from its block; a one-line suite
+        left empty (``if x: a``) becomes ``pass``."""
+        kept = [new for old, new in zip(original.body, updated.body) if id(old) not in removed]
+        if len(kept) == len(updated.body):
+            return updated
+        if kept:
+            kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(body=kept)
+        if isinstance(updated, cst.SimpleStatementSuite):
+            return updated.with_changes(body=[cst.Pass()])
+        self.remove(original)
+        return updated
+
+    def apply(self, original: Block, updated: Block) -> Block:
+        """``updated`` with the edits of ``original``'s statements applied."""
+        if not self._touches(original):
+            return updated
+        return rebuild_block(updated, self._pieces(original, updated))
+
+    def _touches(self, original: Block) -> bool:
+        ids = {id(statement) for statement in original.body}
+        return id(original) in self.at_end or any(
+            not ids.isdisjoint(edits)
+            for edits in (self.removed, self.replaced, self.before, self.after)
+        )
+
+    def _pieces(self, original: Block, updated: Block) -> list[Piece]:
+        pieces: list[Piece] = []
+        for old, new in zip(original.body, updated.body):
+            pieces += [Piece(statement) for statement in self.before.get(id(old), ())]
+            replacement = self.replaced.get(id(old))
+            if replacement is not None:
+                pieces += _replacement_pieces(replacement)
+                if replacement.ends_block:
+                    return pieces
+            else:
+                pieces.append(Piece(new, removed=id(old) in self.removed))
+            pieces += [Piece(statement) for statement in self.after.get(id(old), ())]
+        appended = [Piece(statement) for statement in self.at_end.get(id(original), ())]
+        kept = [i for i, p in enumerate(pieces) if p.statement is not None and not p.removed]
+        at = kept[-1] if kept and _is_jump(pieces[kept[-1]].statement) else len(pieces)
+        return [*pieces[:at], *appended, *pieces[at:]]
+
+
+class AppliesStatementEdits:
+    """Mixin for a rule (listed before ``TpuCodemod`` in its bases): ``self.edits`` records
+    statement edits while the rule visits; each block gets them when the rule leaves it."""
+
+    def __init__(self, context) -> None:
+        super().__init__(context)  # type: ignore[call-arg]
+        self.edits = StatementEdits()
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        return self.edits.apply(original_node, updated_node)
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        return self.edits.apply(original_node, updated_node)
+
+
+def _replacement_pieces(replacement: Replacement) -> list[Piece]:
+    first, *rest = replacement.statements
+    first = first.with_changes(leading_lines=merge_lines(replacement.leading, first.leading_lines))
+    pieces = [Piece(first), *(Piece(statement) for statement in rest)]
+    if replacement.trailing:
+        pieces.append(Piece(None, lines=replacement.trailing))
+    return pieces
+
+
+def rebuild_block(block: Block, pieces: Sequence[Piece]) -> Block:
+    """``block`` holding the statements of ``pieces`` that stay, the lines of those that go placed
+    by the policy of this module."""
+    body: list[cst.BaseStatement] = []
+    carried: list[cst.EmptyLine] = []  # lines of removed statements, waiting for the next one
+    loose: list[cst.EmptyLine] = []  # lines that go above the next statement whatever it is
+    for piece in pieces:
+        if piece.statement is None:
+            loose = merge_lines(loose, piece.lines)
+            continue
+        own = merge_lines(loose, piece.statement.leading_lines)
+        loose = []
+        lines = merge_lines(_kept_above(carried, piece.statement, own), own) if carried else own
+        if piece.removed:
+            carried = lines
+            continue
+        carried = []
+        statement = piece.statement
+        if list(lines) != list(statement.leading_lines):
+            statement = statement.with_changes(leading_lines=lines)
+        body.append(statement)
+    left = merge_lines(_kept_at_end(carried), loose)
+    footer = list(block.footer)
+    if not body and isinstance(block, cst.IndentedBlock):
+        body = [cst.SimpleStatementLine([cst.Pass()], leading_lines=left)]
+    elif left:
+        footer = merge_lines(left, footer)
+    if body and (not block.body or body[0] is not block.body[0]):
+        body[0] = body[0].with_changes(leading_lines=_without_leading_blanks(body[0].leading_lines))
+    return block.with_changes(body=body, footer=footer)
+
+
+def _kept_above(
+    carried: Lines, following: cst.BaseStatement, following_own: Lines
+) -> list[cst.EmptyLine]:
+    """What stays of a removed statement's lines ``carried`` above the statement ``following``
+    it, whose own lines are ``following_own``. A ``return`` (``raise``, ``break``, ``continue``)
+    closes the block rather than continuing a group, like the end of the block."""
+    above, own_comments = _split_own_comments(carried)
+    follows_directly = not following_own or not _is_blank(following_own[0])
+    if follows_directly and not _leaves_block(following):
+        return [*above, *own_comments]
+    return above
+
+
+def _kept_at_end(carried: Lines) -> list[cst.EmptyLine]:
+    """What stays of the lines of a removed statement that ended its block: the comments above
+    its own ones (with the blank lines between them), never blank lines alone."""
+    above, _ = _split_own_comments(carried)
+    if not any(line.comment for line in above):
+        return []
+    return _without_trailing_blanks(above)
+
+
+def _split_own_comments(lines: Lines) -> tuple[list[cst.EmptyLine], list[cst.EmptyLine]]:
+    """``lines`` above a statement split before the comment lines directly above it."""
+    start = len(lines)
+    while start and not _is_blank(lines[start - 1]):
+        start -= 1
+    return list(lines[:start]), list(lines[start:])
+
+
+def merge_lines(first: Lines, second: Lines) -> list[cst.EmptyLine]:
+    """``first`` then ``second``, with no longer a run of blank lines than either had alone."""
+    if not first or not second:
+        return [*first, *second]
+    limit = max(_longest_blank_run(first), _longest_blank_run(second))
+    merged: list[cst.EmptyLine] = []
+    run = 0
+    for line in [*first, *second]:
+        run = run + 1 if _is_blank(line) else 0
+        if run <= limit:
+            merged.append(line)
+    return merged
+
+
+def _longest_blank_run(lines: Lines) -> int:
+    longest = run = 0
+    for line in lines:
+        run = run + 1 if _is_blank(line) else 0
+        longest = max(longest, run)
+    return longest
+
+
+def _without_leading_blanks(lines: Lines) -> list[cst.EmptyLine]:
+    start = 0
+    while start < len(lines) and _is_blank(lines[start]):
+        start += 1
+    return list(lines[start:])
+
+
+def _without_trailing_blanks(lines: Lines) -> list[cst.EmptyLine]:
+    end = len(lines)
+    while end and _is_blank(lines[end - 1]):
+        end -= 1
+    return list(lines[:end])
+
+
+def _is_blank(line: cst.EmptyLine) -> bool:
+    return line.comment is None
+
+
+def _is_jump(statement: cst.BaseStatement | None) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], JUMPS)
+    )
+
+
+def _leaves_block(statement: cst.BaseStatement) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[0], EXITS)
