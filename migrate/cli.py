@@ -189,10 +189,11 @@ def _write(result: FileResult) -> str | None:
 
 def _cmd_rules(args) -> int:
     rows = []
-    for rule in codemods.PIPELINE:
+    for rule in sorted(codemods.PIPELINE, key=lambda r: r.CODE):
         rows.append((rule.CODE, rule.NAME, rule.SAFETY.value, rule.SUMMARY))
         for code, summary in rule.FINDINGS.items():
             rows.append((code, f"(finding of {rule.CODE})", "manual", summary))
+    rows.sort(key=lambda row: row[0])
     width = max(len(row[1]) for row in rows)
     for code, name, safety, summary in rows:
         print(f"{code}  {name:<{width}}  {safety:<8}  {summary}")
