@@ -65,6 +65,12 @@ class ModelBeforeOptimizer(TpuCodemod):
             why="moved before the optimizer is built",
         ),
         Valid(
+            "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\n"
+            "def main(device):\n    model = Net().to(device)\n    ddp = DDP(model)\n"
+            "    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)\n",
+            why="a wrapper of a model already on the device is not moved again",
+        ),
+        Valid(
             "import torch\n\nmodel = Net()\n"
             "sched = torch.optim.lr_scheduler.StepLR(model.parameters(), 1)\n",
             why="a scheduler is not an optimizer",
@@ -106,6 +112,16 @@ class ModelBeforeOptimizer(TpuCodemod):
             why="parameter groups built from named_parameters()",
         ),
         Invalid(
+            "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\n"
+            "def main(device):\n    model = Net()\n    ddp = DDP(model, gradient_as_bucket_view=True)\n"
+            "    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)\n",
+            "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\n"
+            "def main(device):\n    model = Net().to(device)\n"
+            "    ddp = DDP(model, gradient_as_bucket_view=True)\n"
+            "    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)\n",
+            why="the optimizer sees the model through a wrapper: the model moves, not the wrapper",
+        ),
+        Invalid(
             "import torch\n\nclass Lit:\n    def __init__(self, device):\n"
             "        self.net = Net()\n"
             "        self.optimizer = torch.optim.SGD(self.net.parameters(), lr=0.1)\n"
@@ -128,37 +144,45 @@ class ModelBeforeOptimizer(TpuCodemod):
         self._scan_block(node.body)
 
     def _scan_block(self, statements) -> None:
-        """Walk one block in order: models built, moved, and fed to an optimizer."""
+        """Walk one block in order: models built, moved, wrapped and fed to an optimizer."""
         built: dict[str, cst.Call] = {}  # target code -> constructor call, not yet moved
-        fed_by: dict[str, str] = {}  # name of a parameter list -> model target code
+        inner: dict[str, str] = {}  # parameter list or wrapper (DDP(model)) -> model target code
+        models: set[str] = set()  # every target that held a model in this block
         for statement in statements:
             if not isinstance(statement, cst.SimpleStatementLine):
                 continue
             for small in statement.body:
-                self._scan_statement(small, built, fed_by)
+                self._scan_statement(small, built, inner, models)
 
-    def _scan_statement(self, small, built: dict[str, cst.Call], fed_by: dict[str, str]) -> None:
+    def _scan_statement(
+        self, small, built: dict[str, cst.Call], inner: dict[str, str], models: set[str]
+    ) -> None:
         for target in list(built):
             if _moves(small, target):
                 del built[target]
         optimizer = _first(self._optimizer_calls(small))
         if optimizer is not None:
             for target in list(built):
-                if _feeds(optimizer, target) or any(
-                    fed_by.get(name) == target for name in _names_in(optimizer)
-                ):
+                fed_through = {inner.get(name) for name in _names_in(optimizer)}
+                fed_through |= {inner.get(t) for t in inner if _feeds(optimizer, t)}
+                if _feeds(optimizer, target) or target in fed_through:
                     self._to_move.add(id(built.pop(target)))
         if not isinstance(small, cst.Assign) or len(small.targets) != 1:
             return
         target = _code(small.targets[0].target)
         value = small.value
-        if isinstance(value, cst.Call) and not _is_moved_value(value) and not _is_tensor_like(value):
-            built[target] = value
-        else:
-            built.pop(target, None)
+        wrapped = _wrapped_model(value, models | set(inner))
+        built.pop(target, None)
+        inner.pop(target, None)
+        if wrapped is not None:  # DDP(model), torch.compile(model): follows the model it wraps
+            inner[target] = inner.get(wrapped, wrapped)
+        elif isinstance(value, cst.Call) and not _is_tensor_like(value):
+            models.add(target)
+            if not _is_moved_value(value):
+                built[target] = value
         for model in list(built):
             if _feeds(value, model) and isinstance(small.targets[0].target, cst.Name):
-                fed_by[target] = model
+                inner[target] = model
 
     def _optimizer_calls(self, node: cst.CSTNode):
         for call in _calls(node):
@@ -230,6 +254,17 @@ def _moves(node: cst.CSTNode, target: str) -> bool:
         and _code(call.func.value) == target
         for call in _calls(node)
     )
+
+
+def _wrapped_model(value: cst.BaseExpression, models: set[str]) -> str | None:
+    """The model a wrapper call takes as an argument (``DDP(model, ...)``), if any."""
+    if not isinstance(value, cst.Call):
+        return None
+    for arg in value.args:
+        code = _code(arg.value)
+        if code in models:
+            return code
+    return None
 
 
 def _is_moved_value(call: cst.Call) -> bool:

@@ -143,8 +143,8 @@ RUNNABLE = [f for f in all_fixtures() if f.run and f.original_runs_on_cpu]
 def test_fixture_migrations_are_equivalent(verify_cli, fixture):
     """Each runnable fixture's golden migration (after/) trains like its original (before/)."""
     migrated = fixture.after / fixture.run["script"]
-    if not migrated.is_file():
-        pytest.skip(f"fixture {fixture.name} has no golden after/ yet")
+    assert migrated.is_file(), f"fixture {fixture.name} has no golden after/"
     outcome = verify_cli(str(fixture.before / fixture.run["script"]), "--migrated", str(migrated),
-                         "--cwd", str(fixture.before), "--", *fixture.run.get("args", []))
+                         "--cwd", str(fixture.before), *fixture.verify_args,
+                         "--", *fixture.run.get("args", []))
     assert outcome.code == 0, outcome.out + outcome.err
