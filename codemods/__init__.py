@@ -16,12 +16,24 @@ from .tpu103_parallel_loader import ParallelLoader
 from .tpu104_cuda_runtime import CudaRuntimeCalls
 from .tpu105_modernize_torch_xla import ModernizeTorchXla
 from .tpu106_model_before_optimizer import ModelBeforeOptimizer
+from .tpu107_mixed_precision import MixedPrecision
+from .tpu108_distributed import Distributed
+from .tpu109_checkpoints import Checkpoints
+from .tpu110_xla_rng import XlaRng
+from .tpu111_sparse_embeddings import SparseEmbeddings
+from .tpu112_torch_compile import TorchCompile
 
 PIPELINE: tuple[type[TpuCodemod], ...] = (
     ModernizeTorchXla,
     DevicePlacement,
     ModelBeforeOptimizer,
+    MixedPrecision,
+    Distributed,
     CudaRuntimeCalls,
+    Checkpoints,
+    XlaRng,
+    SparseEmbeddings,
+    TorchCompile,
     ParallelLoader,
     StepBoundary,
 )

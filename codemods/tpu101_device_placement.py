@@ -10,6 +10,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from ._base import TORCH_XLA, Invalid, Safety, TpuCodemod, Valid
+from ._loops import dotted_name
 from ._statements import AppliesStatementEdits, Replacement
 
 # Calls whose truth means "the CUDA-class accelerator is there": the migrated script takes that path.
@@ -724,8 +725,8 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
                 continue
             if isinstance(target, cst.Name):
                 accelerator_assignments.update(self._scope_assignments(target))
-            elif stored_attributes.get(_dotted(target), 0) == 1:
-                self._flag_attributes.add(_dotted(target))
+            elif stored_attributes.get(dotted_name(target), 0) == 1:
+                self._flag_attributes.add(dotted_name(target))
         for assignment in accelerator_assignments:
             for access in assignment.references:
                 if set(access.referents) <= accelerator_assignments:
@@ -842,7 +843,7 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         if isinstance(node, cst.Name):
             return id(node) in self._flag_uses
         if isinstance(node, cst.Attribute):
-            return _dotted(node) in self._flag_attributes
+            return dotted_name(node) in self._flag_attributes
         return False
 
     def _evaluate(self, original, updated, trace: Trace) -> Verdict:
@@ -1032,7 +1033,7 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             any(
                 isinstance(statement, cst.SimpleStatementLine)
                 and isinstance(small, cst.Assign)
-                and any(_dotted(t.target) == "device" for t in small.targets)
+                and any(dotted_name(t.target) == "device" for t in small.targets)
                 for statement in _statements(arm.body)
                 for small in statement.body
             )
@@ -1068,7 +1069,7 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         for statement in klass.body.body:
             if isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__":
                 for node in _walk(statement.body):
-                    if isinstance(node, cst.AssignTarget) and _dotted(node.target) == (
+                    if isinstance(node, cst.AssignTarget) and dotted_name(node.target) == (
                         "self.device"
                     ):
                         return self.position(node)[0]
@@ -1585,13 +1586,13 @@ class _Collector(cst.CSTVisitor):
         self._count_store(node.target)
 
     def _count_store(self, target: cst.BaseExpression) -> None:
-        dotted = _dotted(target)
+        dotted = dotted_name(target)
         if isinstance(target, cst.Attribute) and dotted:
             self.stored_attributes[dotted] = self.stored_attributes.get(dotted, 0) + 1
 
     def _record(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         line = self._lines[-1] if self._lines else None
-        if line is not None and len(line.body) == 1 and _dotted(target):
+        if line is not None and len(line.body) == 1 and dotted_name(target):
             self.assignments.append((line, target, value))
 
 
@@ -1607,15 +1608,6 @@ def _walk(root: cst.CSTNode):
 def _only_calls(expression: cst.CSTNode, allowed) -> bool:
     """True when every call inside ``expression`` satisfies ``allowed`` (no side effects)."""
     return all(allowed(node) for node in _walk(expression) if isinstance(node, cst.Call))
-
-
-def _dotted(node: cst.CSTNode) -> Optional[str]:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr.value}" if base else None
-    return None
 
 
 def _string_value(node: Optional[cst.CSTNode]) -> Optional[str]:

@@ -6,6 +6,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider, ScopeProvider
 
 from ._base import TORCH_XLA, Invalid, Safety, TpuCodemod, Valid
+from ._loops import code_of
 
 OPTIMIZER_PACKAGE = "torch.optim."
 NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
@@ -69,6 +70,11 @@ class ModelBeforeOptimizer(TpuCodemod):
             "def main(device):\n    model = Net().to(device)\n    ddp = DDP(model)\n"
             "    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)\n",
             why="a wrapper of a model already on the device is not moved again",
+        ),
+        Valid(
+            "import torch\nimport torch_xla\n\ndevice = torch_xla.device()\n"
+            "model = Net().to(device)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n",
+            why="the device itself is not a model",
         ),
         Valid(
             "import torch\n\nmodel = Net()\n"
@@ -169,7 +175,7 @@ class ModelBeforeOptimizer(TpuCodemod):
                     self._to_move.add(id(built.pop(target)))
         if not isinstance(small, cst.Assign) or len(small.targets) != 1:
             return
-        target = _code(small.targets[0].target)
+        target = code_of(small.targets[0].target)
         value = small.value
         wrapped = _wrapped_model(value, models | set(inner))
         built.pop(target, None)
@@ -214,10 +220,6 @@ class ModelBeforeOptimizer(TpuCodemod):
         return cst.parse_expression("torch_xla.device()")
 
 
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
-
-
 def _calls(node: cst.CSTNode):
     if isinstance(node, cst.Call):
         yield node
@@ -241,7 +243,7 @@ def _feeds(node: cst.CSTNode, target: str) -> bool:
     return any(
         isinstance(call.func, cst.Attribute)
         and call.func.attr.value in PARAMETER_METHODS
-        and _code(call.func.value) == target
+        and code_of(call.func.value) == target
         for call in _calls(node)
     )
 
@@ -251,20 +253,20 @@ def _moves(node: cst.CSTNode, target: str) -> bool:
     return any(
         isinstance(call.func, cst.Attribute)
         and call.func.attr.value in MOVE_METHODS
-        and _code(call.func.value) == target
+        and code_of(call.func.value) == target
         for call in _calls(node)
     )
 
 
 def _wrapped_model(value: cst.BaseExpression, models: set[str]) -> str | None:
-    """The model a wrapper call takes as an argument (``DDP(model, ...)``), if any."""
-    if not isinstance(value, cst.Call):
+    """The model a wrapper call takes as its first argument (``DDP(model, ...)``), if any."""
+    if not isinstance(value, cst.Call) or _is_moved_value(value) or not value.args:
         return None
-    for arg in value.args:
-        code = _code(arg.value)
-        if code in models:
-            return code
-    return None
+    first = value.args[0]
+    if first.keyword is not None or first.star:
+        return None
+    code = code_of(first.value)
+    return code if code in models else None
 
 
 def _is_moved_value(call: cst.Call) -> bool:
@@ -273,5 +275,7 @@ def _is_moved_value(call: cst.Call) -> bool:
 
 def _is_tensor_like(call: cst.Call) -> bool:
     """Factories and conversions produce tensors, not modules: never a model to move."""
-    name = _code(call.func)
-    return name.startswith(("torch.", "np.", "numpy.")) and not name.startswith("torch.nn.")
+    name = code_of(call.func)
+    return name.startswith(("torch.", "torch_xla.", "np.", "numpy.")) and not name.startswith(
+        "torch.nn."
+    )

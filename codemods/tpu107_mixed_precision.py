@@ -1,0 +1,756 @@
+"""TPU107: CUDA fp16 autocast becomes XLA bf16 autocast; GradScaler goes away with its uses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, ScopeProvider
+
+from ._base import ImportSpec, Invalid, Safety, TpuCodemod, Valid
+from ._statements import AppliesStatementEdits, Replacement
+
+TORCH = ImportSpec("torch")
+FINDING = "TPU271"
+XLA_AUTOCAST = 'torch.autocast("xla", dtype=torch.bfloat16'
+
+# autocast(device_type, dtype=None, enabled=True, cache_enabled=None)
+DEVICE_AUTOCASTS = ("torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast")
+DEVICE_AUTOCAST_PARAMETERS = ("device_type", "dtype", "enabled", "cache_enabled")
+# torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True)
+CUDA_AUTOCASTS = ("torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast")
+CUDA_AUTOCAST_PARAMETERS = ("enabled", "dtype", "cache_enabled")
+# Keyword arguments the XLA autocast keeps (the dtype is always bf16).
+KEPT_AUTOCAST_KEYWORDS = ("enabled", "cache_enabled")
+
+# GradScaler(init_scale, ...) / torch.amp.GradScaler(device="cuda", init_scale, ...)
+CUDA_SCALERS = ("torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler")
+DEVICE_SCALERS = ("torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler", "torch.GradScaler")
+
+# scaler.<method>(...) as a statement of its own: nothing is left to do without a scaler.
+DROPPED_METHODS = frozenset({"unscale_", "update", "load_state_dict"})
+# Tests that are false exactly when there is no scaler: ``if scaler:`` keeps the else branch.
+SCALER_TRUTH_TESTS = {"is not None": True, "is None": False}
+
+
+@dataclass
+class ScalerPlan:
+    """What happens to the uses of the GradScalers in one file (ids of original nodes)."""
+
+    unwrapped_scales: set[int] = field(default_factory=set)  # scaler.scale(x) -> x
+    plain_steps: set[int] = field(default_factory=set)  # scaler.step(opt) -> opt.step()
+    dropped_entries: set[int] = field(default_factory=set)  # "scaler": scaler.state_dict()
+    # if scaler is not None: ... else: ... -> True: the branch without a scaler is ``orelse``
+    decided_ifs: dict[int, bool] = field(default_factory=dict)
+
+
+class MixedPrecision(AppliesStatementEdits, TpuCodemod):
+    """
+    What it does
+        Turns CUDA automatic mixed precision into the TPU form:
+
+        - ``torch.cuda.amp.autocast(...)``, ``torch.autocast("cuda", ...)``,
+          ``torch.amp.autocast(device_type="cuda")`` and ``torch.autocast(device_type=dt)`` with
+          a device type held in a variable (``device.type``, ``device_type``) become
+          ``torch.autocast("xla", dtype=torch.bfloat16)``; ``enabled=`` and ``cache_enabled=``
+          are kept, an fp16 (or any other) ``dtype`` becomes bf16. Autocast on an explicit
+          ``"cpu"`` is left alone. Works for ``with`` statements and decorators alike.
+        - A ``GradScaler`` (``torch.cuda.amp.GradScaler(...)``, ``torch.amp.GradScaler("cuda")``,
+          ``torch.GradScaler``; also ``GradScaler(enabled=args.amp)``,
+          ``GradScaler() if amp else None`` and a ``scaler = None`` default) is removed with its
+          uses: ``scaler.scale(loss).backward()`` -> ``loss.backward()``, ``scaler.step(opt)`` ->
+          ``opt.step()`` (TPU102 then makes it ``xm.optimizer_step(opt)``),
+          ``scaler.unscale_(opt)`` and ``scaler.update()`` are removed, and
+          ``if scaler is not None: <amp path> else: <plain path>`` keeps the plain path.
+        - Checkpoints: a ``"scaler": scaler.state_dict()`` entry (dict literal, ``dict(...)``
+          keyword or ``ckpt["scaler"] = scaler.state_dict()``) is no longer saved, and
+          ``scaler.load_state_dict(...)`` on resume is removed, together with an
+          ``if "scaler" in ckpt:`` around it. Old checkpoints that carry a "scaler" entry still
+          resume: nothing reads the entry any more.
+
+        A scaler used in any other way (passed to a function, ``scaler.get_scale()`` logged) is
+        left as it is with a TPU271 finding: on XLA it disables itself (it checks for CUDA), so
+        the script still runs, but its ``scaler.step`` hides the optimizer step from TPU102.
+
+    Why
+        TPUs do mixed precision in bfloat16, which has float32's exponent range: gradients do
+        not underflow, so there is nothing for a loss scaler to do, and fp16 is not what the
+        hardware is fast at. ``torch.autocast("xla", dtype=torch.bfloat16)`` works on every XLA
+        device; ``torch_xla.amp.autocast`` crashes on non-TPU XLA devices in 2.9 and the
+        ``XLA_USE_BF16`` environment variable is deprecated (it turns every float32 tensor into
+        bf16, not just the autocast regions), so neither is emitted.
+
+        Semantics changes: the autocast regions compute in bf16 instead of fp16 (about 3 decimal
+        digits instead of 4, so losses differ from a CUDA fp16 run by ~1e-3 relative; compare
+        with ``tpu-migrate verify --keep-autocast``); no loss scaling, so a step is never skipped
+        for inf/nan gradients as GradScaler did (a diverging run now shows nan instead of
+        silently skipping steps); checkpoints written after the migration have no "scaler"
+        entry, so the unmigrated CUDA script cannot resume from them without removing its own
+        ``scaler.load_state_dict``.
+
+    Example
+        Before::
+
+            scaler = torch.cuda.amp.GradScaler(enabled=args.amp)
+            with torch.cuda.amp.autocast(enabled=args.amp):
+                loss = criterion(model(x), y)
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(optimizer)
+            scaler.update()
+
+        After::
+
+            with torch.autocast("xla", dtype=torch.bfloat16, enabled=args.amp):
+                loss = criterion(model(x), y)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+    """
+
+    CODE = "TPU107"
+    NAME = "mixed-precision"
+    SUMMARY = "CUDA fp16 autocast -> torch.autocast('xla', bf16); remove GradScaler and its uses"
+    SAFETY = Safety.SEMANTIC
+    TRIGGERS = ("autocast", "GradScaler")
+    FINDINGS = {FINDING: "a GradScaler used in a way tpu-migrate cannot unwrap; remove it by hand"}
+
+    VALID = [
+        Valid(
+            "import torch\n\nwith torch.autocast('xla', dtype=torch.bfloat16):\n    y = model(x)\n",
+            why="already the XLA form",
+        ),
+        Valid(
+            "import torch\n\nwith torch.autocast('cpu', dtype=torch.bfloat16):\n    y = model(x)\n",
+            why="autocast on an explicit CPU device is a deliberate choice",
+        ),
+        Valid(
+            "import torch\n\nscaler = torch.amp.GradScaler('cpu')\n"
+            "scaler.scale(loss).backward()\nscaler.step(opt)\nscaler.update()\n",
+            why="a scaler on an explicit CPU device is not the CUDA one",
+        ),
+        Valid(
+            "from sklearn.preprocessing import StandardScaler\n\nscaler = StandardScaler()\n"
+            "x = scaler.fit_transform(x)\nscaler.scale(x)\n",
+            why="another library's scaler with look-alike methods",
+        ),
+        Valid(
+            "class Scaler:\n    def scale(self, x):\n        return x\n\n    def step(self, opt):\n"
+            "        opt.step()\n\n\nscaler = Scaler()\nscaler.scale(loss).backward()\n"
+            "scaler.step(opt)\n",
+            why="a user's own class",
+        ),
+        Valid(
+            "def autocast(device):\n    return device\n\n\nwith autocast('cuda'):\n    pass\n",
+            why="a user's own function called autocast",
+        ),
+        Valid(
+            "import torch\n\nprint('use torch.cuda.amp.autocast and a GradScaler on cuda')\n",
+            why="names in a string",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n\nwith torch.cuda.amp.autocast():\n    loss = model(x)\n",
+            'import torch\n\nwith torch.autocast("xla", dtype=torch.bfloat16):\n    loss = model(x)\n',
+        ),
+        Invalid(
+            "import torch\n\nwith torch.autocast('cuda', dtype=torch.float16):\n    loss = model(x)\n",
+            "import torch\n\nwith torch.autocast('xla', dtype=torch.bfloat16):\n    loss = model(x)\n",
+            why="the quote style of the device string is kept",
+        ),
+        Invalid(
+            "import torch\n\nwith torch.amp.autocast(device_type='cuda', enabled=use_amp):\n"
+            "    loss = model(x)\n",
+            "import torch\n\nwith torch.autocast('xla', dtype=torch.bfloat16, enabled=use_amp):\n"
+            "    loss = model(x)\n",
+        ),
+        Invalid(
+            "import torch\n\nwith torch.autocast(device_type=device.type, dtype=torch.float16):\n"
+            "    loss = model(x)\n",
+            'import torch\n\nwith torch.autocast("xla", dtype=torch.bfloat16):\n    loss = model(x)\n',
+            why="a device type held in a variable is the training device, which is XLA now",
+        ),
+        Invalid(
+            "import torch\n\ndevice_type = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "with torch.autocast(device_type, torch.float16, args.amp, False):\n    loss = model(x)\n",
+            "import torch\n\ndevice_type = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            'with torch.autocast("xla", dtype=torch.bfloat16, enabled=args.amp, '
+            "cache_enabled=False):\n    loss = model(x)\n",
+            why="positional arguments become keywords",
+        ),
+        Invalid(
+            "from torch.cuda.amp import autocast\n\nwith autocast(enabled=False):\n    y = head(x)\n",
+            'import torch\n\nwith torch.autocast("xla", dtype=torch.bfloat16, enabled=False):\n'
+            "    y = head(x)\n",
+            why="the old import goes, enabled=False regions stay disabled",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+            "    @torch.cuda.amp.autocast()\n    def forward(self, x):\n        return self.fc(x)\n",
+            "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+            '    @torch.autocast("xla", dtype=torch.bfloat16)\n'
+            "    def forward(self, x):\n        return self.fc(x)\n",
+            why="autocast as a decorator",
+        ),
+        Invalid(
+            "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"
+            "for x, y in loader:\n    optimizer.zero_grad()\n"
+            "    with torch.cuda.amp.autocast():\n        loss = loss_fn(model(x), y)\n"
+            "    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n    scaler.update()\n",
+            "import torch\n\n"
+            "for x, y in loader:\n    optimizer.zero_grad()\n"
+            '    with torch.autocast("xla", dtype=torch.bfloat16):\n'
+            "        loss = loss_fn(model(x), y)\n"
+            "    loss.backward()\n    optimizer.step()\n",
+        ),
+        Invalid(
+            "from torch.cuda.amp import GradScaler, autocast\n\n"
+            "scaler = GradScaler(enabled=args.amp)\n\n\ndef train_step(x, y):\n"
+            "    with autocast(enabled=args.amp):\n        loss = criterion(model(x), y)\n"
+            "    # unscale before clipping\n    scaler.scale(loss).backward()\n"
+            "    scaler.unscale_(optimizer)\n"
+            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+            "    scaler.step(optimizer)\n    scaler.update()\n    return loss\n",
+            "import torch\n\n\ndef train_step(x, y):\n"
+            '    with torch.autocast("xla", dtype=torch.bfloat16, enabled=args.amp):\n'
+            "        loss = criterion(model(x), y)\n"
+            "    # unscale before clipping\n    loss.backward()\n"
+            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+            "    optimizer.step()\n    return loss\n",
+            why="a conditional scaler used from a function; the comment above stays",
+        ),
+        Invalid(
+            "import torch\n\nscaler = torch.amp.GradScaler('cuda', init_scale=2.0**14)\n"
+            "loss = torch.nn.functional.mse_loss(y, target)\n"
+            "scaler.scale(loss).backward(retain_graph=True)\nscaler.step(opt, closure)\n"
+            "scaler.update()\n",
+            "import torch\n\nloss = torch.nn.functional.mse_loss(y, target)\n"
+            "loss.backward(retain_graph=True)\nopt.step(closure)\n",
+            why="torch.amp spelling; step arguments go to the optimizer",
+        ),
+        Invalid(
+            "import torch\n\nscaler = torch.GradScaler(device)\nscaler.scale(loss).backward()\n"
+            "scaler.step(opt); scaler.update()\ntorch.save(model.state_dict(), path)\n",
+            "import torch\n\nloss.backward()\nopt.step()\ntorch.save(model.state_dict(), path)\n",
+            why="device held in a variable; a; b lines",
+        ),
+        Invalid(
+            "import torch\n\nscaler = torch.cuda.amp.GradScaler() if args.amp else None\n"
+            "if scaler is not None:\n    scaler.scale(loss).backward()\n"
+            "    scaler.step(optimizer)\n    scaler.update()\n"
+            "else:\n    loss.backward()\n    optimizer.step()\ntorch.save(model.state_dict(), path)\n",
+            "import torch\n\nloss.backward()\noptimizer.step()\ntorch.save(model.state_dict(), path)\n",
+            why="the branch without a scaler is the one that stays",
+        ),
+        Invalid(
+            "import torch\n\nscaler = None\nif args.amp:\n    scaler = torch.cuda.amp.GradScaler()\n"
+            "\nif scaler:\n    scaler.scale(loss).backward()\nelse:\n    loss.backward()\n"
+            "if scaler is None:\n    optimizer.step()\nelse:\n    scaler.step(optimizer)\n"
+            "    scaler.update()\ntorch.save(model.state_dict(), path)\n",
+            "import torch\n\nloss.backward()\noptimizer.step()\ntorch.save(model.state_dict(), path)\n",
+            why="a None default; an if left empty goes",
+        ),
+        Invalid(
+            "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"
+            "torch.save(\n    {\n        'model': model.state_dict(),\n"
+            "        'optimizer': optimizer.state_dict(),\n        'scaler': scaler.state_dict(),\n"
+            "    },\n    path,\n)\n",
+            "import torch\n\n"
+            "torch.save(\n    {\n        'model': model.state_dict(),\n"
+            "        'optimizer': optimizer.state_dict(),\n"
+            "    },\n    path,\n)\n",
+            why="the scaler entry of a checkpoint is no longer saved",
+        ),
+        Invalid(
+            "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"
+            "state = {'scaler': scaler.state_dict(), 'epoch': epoch}\n"
+            "extra = dict(step=step, scaler=scaler.state_dict())\n"
+            "state['amp'] = scaler.state_dict()\ntorch.save(state, path)\n",
+            "import torch\n\nstate = {'epoch': epoch}\nextra = dict(step=step)\ntorch.save(state, path)\n",
+        ),
+        Invalid(
+            "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"
+            "if args.resume:\n    ckpt = torch.load(args.resume)\n"
+            "    model.load_state_dict(ckpt['model'])\n"
+            "    scaler.load_state_dict(ckpt['scaler'])\n"
+            "    if 'scaler' in ckpt:\n        scaler.load_state_dict(ckpt['scaler'])\n"
+            "    start_epoch = ckpt['epoch'] + 1\n",
+            "import torch\n\n"
+            "if args.resume:\n    ckpt = torch.load(args.resume)\n"
+            "    model.load_state_dict(ckpt['model'])\n"
+            "    start_epoch = ckpt['epoch'] + 1\n",
+            why="resuming ignores the scaler entry of old checkpoints",
+        ),
+        Invalid(
+            "import torch\n\n\nclass Trainer:\n    def __init__(self, model, opt):\n"
+            "        self.opt = opt\n        self.scaler = torch.cuda.amp.GradScaler()\n\n"
+            "    def step(self, loss):\n        self.scaler.scale(loss).backward()\n"
+            "        self.scaler.step(self.opt)\n        self.scaler.update()\n"
+            "        torch.nn.utils.clip_grad_norm_(self.params, 1.0)\n",
+            "import torch\n\n\nclass Trainer:\n    def __init__(self, model, opt):\n"
+            "        self.opt = opt\n\n"
+            "    def step(self, loss):\n        loss.backward()\n"
+            "        self.opt.step()\n        torch.nn.utils.clip_grad_norm_(self.params, 1.0)\n",
+            why="a scaler kept on self",
+        ),
+        Invalid(
+            "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"
+            "scaler.scale(loss).backward()\nscaler.step(opt)\nscaler.update()\n"
+            "print('scale', scaler.get_scale())\n",
+            "import torch\n\n"
+            "# TODO(tpu-migrate): TPU271 this GradScaler is used in a way tpu-migrate cannot "
+            "unwrap (line 7); bf16 needs no loss scaling: remove it by hand\n"
+            "scaler = torch.cuda.amp.GradScaler()\n"
+            "scaler.scale(loss).backward()\nscaler.step(opt)\nscaler.update()\n"
+            "print('scale', scaler.get_scale())\n",
+            findings=[FINDING],
+            why="an unknown use keeps the scaler, with a finding",
+        ),
+        Invalid(
+            "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"
+            "train(model, loader, scaler)\n",
+            "import torch\n\n"
+            "# TODO(tpu-migrate): TPU271 this GradScaler is used in a way tpu-migrate cannot "
+            "unwrap (line 4); bf16 needs no loss scaling: remove it by hand\n"
+            "scaler = torch.cuda.amp.GradScaler()\ntrain(model, loader, scaler)\n",
+            findings=[FINDING],
+            why="a scaler handed to another function",
+        ),
+    ]
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.plan = ScalerPlan()
+        self._removed_small: set[int] = set()  # scaler.update() in ``a; b`` lines
+
+    # ----------------------------------------------------------------- planning
+    def visit_Module(self, node: cst.Module) -> None:
+        for assignments, uses in self._scaler_groups(node):
+            self._plan_scaler(assignments, uses)
+
+    def _scaler_groups(self, module: cst.Module):
+        """Each scaler variable: its assignment statements and the nodes that use it."""
+        by_binding: dict[tuple, tuple[list, list]] = {}
+        for statement, target, call in _scaler_assignments(self, module):
+            key = self._binding_key(target)
+            if key is None:
+                continue
+            by_binding.setdefault(key, ([], []))[0].append((statement, target, call))
+        groups = []
+        for key, (assignments, _) in by_binding.items():
+            uses = self._uses_of(key, assignments)
+            if uses is not None:
+                groups.append((assignments, uses))
+            else:
+                self._keep(assignments, None)
+        return groups
+
+    def _binding_key(self, target: cst.BaseExpression):
+        if isinstance(target, cst.Name):
+            scope = self.get_metadata(ScopeProvider, target, None)
+            return ("name", id(scope), target.value, scope) if scope is not None else None
+        if _is_self_attribute(target):
+            owner = self._enclosing(target, cst.ClassDef)
+            return ("self", id(owner), target.attr.value, owner) if owner is not None else None
+        return None
+
+    def _uses_of(self, key, assignments) -> list[cst.CSTNode] | None:
+        """Nodes reading the scaler variable; None when the variable also holds other things."""
+        kind, _, name, owner = key
+        targets = {id(target) for _, target, _ in assignments}
+        if kind == "self":
+            found = [
+                node
+                for node in _walk(owner)
+                if _is_self_attribute(node) and node.attr.value == name and id(node) not in targets
+            ]
+            stores = [node for node in found if self._is_store(node)]
+            return None if stores else found
+        uses: list[cst.CSTNode] = []
+        for assignment in owner.assignments[name]:
+            if id(getattr(assignment, "node", None)) not in targets:
+                return None
+            uses += [access.node for access in assignment.references]
+        return list({id(node): node for node in uses}.values())
+
+    def _is_store(self, node: cst.CSTNode) -> bool:
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        return isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) and (
+            getattr(parent, "target", None) is node
+        )
+
+    def _plan_scaler(self, assignments, uses) -> None:
+        decided, dropped = self._plan_if_tests(uses)
+        plan = ScalerPlan()
+        removed: list[cst.CSTNode] = []
+        for use in uses:
+            if self._inside(use, dropped):
+                continue
+            if not self._plan_use(use, plan, removed):
+                self._keep(assignments, use)
+                return
+        self.plan.unwrapped_scales |= plan.unwrapped_scales
+        self.plan.plain_steps |= plan.plain_steps
+        self.plan.dropped_entries |= plan.dropped_entries
+        self.plan.decided_ifs.update(decided)
+        for statement in removed:
+            self.edits.remove(statement)
+        for statement, _, call in assignments:
+            self.edits.remove(statement)
+            if call is not None:
+                self.release_binding(call.func)
+        self.record_rewrite(len(assignments))
+
+    def _plan_if_tests(self, uses) -> tuple[dict[int, bool], set[int]]:
+        """``if scaler is not None:`` and friends: (if -> whether its else branch is the one that
+        stays, the tests and branches that go)."""
+        decided: dict[int, bool] = {}
+        dropped: set[int] = set()
+        for use in uses:
+            test, truth = self._scaler_truth_test(use)
+            if test is None:
+                continue
+            parent = self.get_metadata(ParentNodeProvider, test, None)
+            if (
+                isinstance(parent, cst.If)
+                and parent.test is test
+                and not isinstance(parent.orelse, cst.If)
+            ):
+                decided[id(parent)] = truth
+                dropped.add(id(test))
+                dropped.add(id(parent.body if truth else parent.orelse))
+        return decided, dropped
+
+    def _scaler_truth_test(self, use: cst.CSTNode) -> tuple[cst.CSTNode | None, bool]:
+        """(the test expression, True when it is true with a scaler) for ``scaler``,
+        ``not scaler``, ``scaler is (not) None`` and ``scaler.is_enabled()``."""
+        parent = self.get_metadata(ParentNodeProvider, use, None)
+        if isinstance(parent, cst.Attribute) and parent.attr.value == "is_enabled":
+            call = self.get_metadata(ParentNodeProvider, parent, None)
+            if isinstance(call, cst.Call) and call.func is parent and not call.args:
+                return call, True
+            return None, False
+        if (
+            isinstance(parent, cst.Comparison)
+            and parent.left is use
+            and len(parent.comparisons) == 1
+        ):
+            target = parent.comparisons[0]
+            operator = {cst.IsNot: "is not None", cst.Is: "is None"}.get(type(target.operator))
+            if (
+                operator
+                and isinstance(target.comparator, cst.Name)
+                and target.comparator.value == "None"
+            ):
+                return parent, SCALER_TRUTH_TESTS[operator]
+            return None, False
+        if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not):
+            return parent, False
+        if isinstance(parent, cst.If) and parent.test is use:
+            return use, True
+        return None, False
+
+    def _plan_use(self, use: cst.CSTNode, plan: ScalerPlan, removed: list) -> bool:
+        """Record what becomes of one use of a scaler; False for a use this rule cannot unwrap."""
+        attribute = self.get_metadata(ParentNodeProvider, use, None)
+        if not (isinstance(attribute, cst.Attribute) and attribute.value is use):
+            return False
+        call = self.get_metadata(ParentNodeProvider, attribute, None)
+        if not (isinstance(call, cst.Call) and call.func is attribute):
+            return False
+        method = attribute.attr.value
+        if method == "scale" and len(call.args) == 1 and not call.args[0].keyword:
+            plan.unwrapped_scales.add(id(call))
+            return True
+        if method == "step" and call.args and not call.args[0].keyword and not call.args[0].star:
+            plan.plain_steps.add(id(call))
+            return True
+        if method in DROPPED_METHODS:
+            statement = self._statement_of_expression(call)
+            if statement is not None:
+                removed.append(statement)
+            return statement is not None
+        if method == "state_dict" and not call.args:
+            return self._plan_state_dict(call, plan, removed)
+        return False
+
+    def _plan_state_dict(self, call: cst.Call, plan: ScalerPlan, removed: list) -> bool:
+        parent = self.get_metadata(ParentNodeProvider, call, None)
+        if isinstance(parent, cst.DictElement) and parent.value is call:
+            plan.dropped_entries.add(id(parent))
+            return True
+        if isinstance(parent, cst.Arg) and parent.keyword is not None:
+            owner = self.get_metadata(ParentNodeProvider, parent, None)
+            if isinstance(owner, cst.Call) and self.is_name(owner.func, "builtins.dict"):
+                plan.dropped_entries.add(id(parent))
+                return True
+            return False
+        if isinstance(parent, cst.Assign) and all(
+            isinstance(t.target, cst.Subscript) for t in parent.targets
+        ):
+            line = self.get_metadata(ParentNodeProvider, parent, None)
+            if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+                removed.append(line)
+                return True
+        return False
+
+    def _statement_of_expression(self, call: cst.Call) -> cst.CSTNode | None:
+        """The statement line holding only ``call`` (``a; b`` lines: the small statement)."""
+        expr = self.get_metadata(ParentNodeProvider, call, None)
+        if not isinstance(expr, cst.Expr):
+            return None
+        line = self.get_metadata(ParentNodeProvider, expr, None)
+        if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+            return line
+        if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            self._removed_small.add(id(expr))
+            return expr
+        return None
+
+    def _keep(self, assignments, use: cst.CSTNode | None) -> None:
+        _, _, call = assignments[0]
+        where = f" (line {self.position(use)[0]})" if use is not None else ""
+        self.flag(
+            call,
+            FINDING,
+            f"this GradScaler is used in a way tpu-migrate cannot unwrap{where}; "
+            "bf16 needs no loss scaling: remove it by hand",
+        )
+
+    def _inside(self, node: cst.CSTNode, ids: set[int]) -> bool:
+        current: cst.CSTNode | None = node
+        while current is not None:
+            if id(current) in ids:
+                return True
+            current = self.get_metadata(ParentNodeProvider, current, None)
+        return False
+
+    def _enclosing(self, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
+        current = self.get_metadata(ParentNodeProvider, node, None)
+        while current is not None and not isinstance(current, kind):
+            current = self.get_metadata(ParentNodeProvider, current, None)
+        return current
+
+    # ----------------------------------------------------------------- rewriting
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if id(original_node) in self.plan.unwrapped_scales:
+            self.record_rewrite()
+            return (
+                updated_node.args[0].value.with_changes(
+                    lpar=updated_node.lpar, rpar=updated_node.rpar
+                )
+                if updated_node.lpar
+                else updated_node.args[0].value
+            )
+        if id(original_node) in self.plan.plain_steps:
+            self.record_rewrite()
+            optimizer, *rest = updated_node.args
+            if rest:
+                rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return cst.Call(
+                func=cst.Attribute(value=optimizer.value, attr=cst.Name("step")),
+                args=rest,
+            )
+        updated_node = self._without_dropped_arguments(original_node, updated_node)
+        return self._xla_autocast(original_node, updated_node)
+
+    def leave_Dict(self, original_node: cst.Dict, updated_node: cst.Dict) -> cst.Dict:
+        elements = _without_dropped(
+            original_node.elements, updated_node.elements, self.plan.dropped_entries
+        )
+        return updated_node.with_changes(elements=elements)
+
+    def _without_dropped_arguments(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        args = _without_dropped(original.args, updated.args, self.plan.dropped_entries)
+        return updated.with_changes(args=args) if len(args) != len(updated.args) else updated
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        return self.edits.remove_small_statements(original_node, updated_node, self._removed_small)
+
+    def leave_SimpleStatementSuite(self, original_node, updated_node):
+        return self.edits.remove_small_statements(original_node, updated_node, self._removed_small)
+
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
+        orelse_stays = self.plan.decided_ifs.get(id(original_node))
+        if orelse_stays is not None:
+            kept = _branch_statements(updated_node.orelse if orelse_stays else updated_node)
+            self._replace_with(original_node, updated_node, kept)
+        elif self._all_removed(original_node):
+            self.edits.remove(original_node)
+        return updated_node
+
+    def _replace_with(self, original: cst.If, updated: cst.If, statements: list) -> None:
+        self.record_rewrite()
+        if not statements:
+            self.edits.remove(original)
+            return
+        self.edits.replace(original, Replacement(tuple(statements), leading=updated.leading_lines))
+
+    def _all_removed(self, node: cst.If) -> bool:
+        """Every statement of the if (and of its else) is removed by this rule."""
+        blocks = [node.body] + ([node.orelse.body] if isinstance(node.orelse, cst.Else) else [])
+        if isinstance(node.orelse, cst.If):
+            return False
+        return all(
+            isinstance(block, cst.IndentedBlock)
+            and all(self.edits.is_removed(statement) for statement in block.body)
+            for block in blocks
+        )
+
+    def _xla_autocast(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        if self.is_name(original.func, *CUDA_AUTOCASTS):
+            arguments = _named_arguments(updated, CUDA_AUTOCAST_PARAMETERS)
+            quote = '"'
+        elif self.is_name(original.func, *DEVICE_AUTOCASTS):
+            arguments = _named_arguments(updated, DEVICE_AUTOCAST_PARAMETERS)
+            device = arguments.get("device_type")
+            if arguments is None or device is None or not _is_training_device_type(device):
+                return updated
+            quote = device.quote if isinstance(device, cst.SimpleString) else '"'
+        else:
+            return updated
+        if arguments is None:
+            return updated
+        kept = "".join(
+            f", {name}={_code(arguments[name])}"
+            for name in KEPT_AUTOCAST_KEYWORDS
+            if name in arguments
+        )
+        self.release_binding(original.func)
+        self.require_import(TORCH)
+        self.record_rewrite()
+        return cst.parse_expression(XLA_AUTOCAST.replace('"', quote) + kept + ")")
+
+
+# -------------------------------------------------------------------- helpers
+def _scaler_assignments(rule: TpuCodemod, module: cst.Module):
+    """(statement, target, constructor call) for each ``x = GradScaler(...)`` (also ``... if c
+    else None``) and each ``x = None`` whose ``x`` is assigned a GradScaler too."""
+    found = []
+    nones = []
+    for line in _walk(module):
+        if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+            continue
+        assign = line.body[0]
+        if isinstance(assign, cst.AnnAssign) and assign.value is not None:
+            target, value = assign.target, assign.value
+        elif isinstance(assign, cst.Assign) and len(assign.targets) == 1:
+            target, value = assign.targets[0].target, assign.value
+        else:
+            continue
+        if isinstance(value, cst.Name) and value.value == "None":
+            nones.append((line, target, None))
+            continue
+        call = _scaler_constructor(rule, value)
+        if call is not None:
+            found.append((line, target, call))
+    scaler_names = {_code(target) for _, target, _ in found}
+    return found + [
+        entry
+        for entry in nones
+        if _code(entry[1]) in scaler_names and _same_scope(rule, entry, found)
+    ]
+
+
+def _same_scope(rule: TpuCodemod, entry, found) -> bool:
+    _, target, _ = entry
+    scope = rule.get_metadata(ScopeProvider, target, None)
+    return any(
+        _code(other) == _code(target) and rule.get_metadata(ScopeProvider, other, None) is scope
+        for _, other, _ in found
+    )
+
+
+def _scaler_constructor(rule: TpuCodemod, value: cst.BaseExpression) -> cst.Call | None:
+    if isinstance(value, cst.IfExp):
+        for branch, other in ((value.body, value.orelse), (value.orelse, value.body)):
+            if isinstance(other, cst.Name) and other.value == "None":
+                return _scaler_constructor(rule, branch)
+        return None
+    if not isinstance(value, cst.Call):
+        return None
+    if rule.is_name(value.func, *CUDA_SCALERS):
+        return value
+    if rule.is_name(value.func, *DEVICE_SCALERS):
+        given = _first_device_argument(value)
+        if given is None or _is_training_device_type(given):
+            return value
+    return None
+
+
+def _first_device_argument(call: cst.Call) -> cst.BaseExpression | None:
+    for index, arg in enumerate(call.args):
+        if arg.keyword is None and index == 0 and not arg.star:
+            return arg.value
+        if arg.keyword is not None and arg.keyword.value == "device":
+            return arg.value
+    return None
+
+
+def _is_training_device_type(node: cst.BaseExpression) -> bool:
+    """``"cuda"``, or a device (type) held in a variable: the training device, XLA after the
+    migration. Other literals (``"cpu"``, ``"xla"``) are deliberate."""
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value == "cuda"
+    return isinstance(node, (cst.Name, cst.Attribute))
+
+
+def _named_arguments(call: cst.Call, parameters) -> dict[str, cst.BaseExpression] | None:
+    """Argument name -> value, positional ones named by ``parameters``; None with ``*args``."""
+    named: dict[str, cst.BaseExpression] = {}
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if index >= len(parameters):
+                return None
+            named[parameters[index]] = arg.value
+        else:
+            named[arg.keyword.value] = arg.value
+    return named
+
+
+def _without_dropped(originals, updated, dropped: set[int]) -> list:
+    kept = []
+    for old, new in zip(originals, updated):
+        if id(old) in dropped:
+            if kept and new is updated[-1]:
+                kept[-1] = kept[-1].with_changes(comma=new.comma)
+            continue
+        kept.append(new)
+    if kept and len(kept) != len(updated) and not _has_trailing_comma(updated):
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return kept
+
+
+def _has_trailing_comma(items) -> bool:
+    return bool(items) and isinstance(items[-1].comma, cst.Comma)
+
+
+def _branch_statements(node: cst.If | cst.Else | None) -> list[cst.BaseStatement]:
+    if node is None:
+        return []
+    body = node.body
+    if isinstance(body, cst.IndentedBlock):
+        return list(body.body)
+    return [cst.SimpleStatementLine(body=list(body.body))]
+
+
+def _is_self_attribute(node: cst.CSTNode) -> bool:
+    return (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+    )
+
+
+def _walk(node: cst.CSTNode):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
