@@ -26,7 +26,7 @@ from codemods._base import (
     tidy_torch_xla_imports,
 )
 
-from .layout import wrap_long_new_lines
+from .layout import realign_continuation_lines, wrap_long_new_lines
 from .linemap import LineMap
 from .source import SourceError, SourceFile
 
@@ -165,7 +165,7 @@ def _syntax_error(text: str, exc: cst.ParserSyntaxError) -> tuple[str, int]:
 
 def _laid_out(original: str, new_text: str, filename: str) -> str:
     try:
-        laid_out = wrap_long_new_lines(original, new_text)
+        laid_out = wrap_long_new_lines(original, realign_continuation_lines(original, new_text))
         compile(laid_out, filename, "exec", dont_inherit=True)
     except Exception as exc:  # layout is cosmetic: never let it cost the user a migration
         raise RuleFailure("layout", _describe(exc)) from exc

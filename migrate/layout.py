@@ -85,3 +85,80 @@ def _format_block(block: str, limit: int, header: bool, newline: str) -> str | N
         formatted = formatted[: formatted.rstrip("\n").rfind("\n") + 1]
     lines = [indent + line if line.strip() else line for line in formatted.splitlines(keepends=True)]
     return "".join(lines).replace("\n", newline)
+
+
+def realign_continuation_lines(original: str, new: str) -> str:
+    """Keep visually aligned continuation lines aligned when a rewrite moved their bracket.
+
+    ``torch.save({"model": ...,`` becoming ``xm.save({"model": ...,`` moves the ``{`` three
+    columns left; the untouched lines below it were aligned under it, so they move with it.
+    """
+    old_lines = original.splitlines(keepends=True)
+    new_lines = new.splitlines(keepends=True)
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "replace" or i2 - i1 != j2 - j1:
+            continue
+        for offset in range(i2 - i1):
+            old_index, new_index = i1 + offset, j1 + offset
+            old_col = _open_bracket_column(old_lines[old_index])
+            new_col = _open_bracket_column(new_lines[new_index])
+            if old_col is None or new_col is None or old_col == new_col:
+                continue
+            _shift_aligned_block(old_lines, new_lines, old_index, new_index, old_col, new_col)
+    return "".join(new_lines)
+
+
+def _shift_aligned_block(old_lines, new_lines, old_index, new_index, old_col, new_col) -> None:
+    delta = new_col - old_col
+    depth = _bracket_depth(old_lines[old_index])
+    follower = 1
+    while depth > 0 and old_index + follower < len(old_lines):
+        old_line = old_lines[old_index + follower]
+        new_position = new_index + follower
+        if new_position >= len(new_lines) or new_lines[new_position] != old_line:
+            return  # the lines below were rewritten too: leave them to the rule
+        indent = len(old_line) - len(old_line.lstrip(" "))
+        if follower == 1 and indent != old_col + 1:
+            return  # not aligned under the bracket (a hanging indent): nothing to follow
+        if old_line.strip() and indent >= old_col + 1:
+            new_lines[new_position] = " " * (indent + delta) + old_line.lstrip(" ")
+        depth += _bracket_depth(old_line)
+        follower += 1
+
+
+def _code_characters(line: str):
+    """(column, character) of the code in one line: strings and the comment skipped."""
+    quote = None
+    column = 0
+    while column < len(line):
+        char = line[column]
+        if quote:
+            if char == "\\":
+                column += 1
+            elif line.startswith(quote, column):
+                column += len(quote) - 1
+                quote = None
+        elif char in "'\"":
+            quote = line[column : column + 3] if line.startswith(char * 3, column) else char
+            column += len(quote) - 1
+        elif char == "#":
+            return
+        else:
+            yield column, char
+        column += 1
+
+
+def _open_bracket_column(line: str) -> int | None:
+    """Column of the innermost bracket still open at the end of ``line``."""
+    stack: list[int] = []
+    for column, char in _code_characters(line):
+        if char in "([{":
+            stack.append(column)
+        elif char in ")]}" and stack:
+            stack.pop()
+    return stack[-1] if stack else None
+
+
+def _bracket_depth(line: str) -> int:
+    return sum((c in "([{") - (c in ")]}") for _, c in _code_characters(line))

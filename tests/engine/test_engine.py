@@ -161,3 +161,18 @@ def test_long_new_lines_are_laid_out_like_black_and_old_ones_stay(project):
         "        debug_single_process=FLAGS.num_cores == 1,\n"
         "    )\n"
     )
+
+
+def test_continuation_lines_aligned_under_a_moved_bracket_follow_it(project):
+    source = (
+        "import torch\n\n"
+        "def save(model, opt, path):\n"
+        "    torch.save({'model': model.state_dict(),\n"
+        "                'opt': opt.state_dict()}, path)\n"
+        "    torch.save(model.state_dict(),\n"
+        "        path)  # hanging indent: not aligned, left alone\n"
+    )
+    root = project({"t.py": source})
+    new = migrate_file(root / "t.py", ALL).new_text
+    assert "    xm.save({'model': model.state_dict(),\n             'opt': opt.state_dict()}, path)\n" in new
+    assert "    xm.save(model.state_dict(),\n        path)  # hanging" in new
