@@ -42,6 +42,16 @@ class ScalerPlan:
     dropped_entries: set[int] = field(default_factory=set)  # "scaler": scaler.state_dict()
     # if scaler is not None: ... else: ... -> True: the branch without a scaler is ``orelse``
     decided_ifs: dict[int, bool] = field(default_factory=dict)
+    dropped_params: set[int] = field(default_factory=set)  # def f(x, scaler) -> def f(x)
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """A scaler passed to a function of the same file: the parameter that receives it and the
+    argument of every call of the function that fills that parameter."""
+
+    parameter: cst.Param
+    arguments: tuple[cst.Arg, ...]
 
 
 class MixedPrecision(AppliesStatementEdits, TpuCodemod):
@@ -68,9 +78,17 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
           ``if "scaler" in ckpt:`` around it. Old checkpoints that carry a "scaler" entry still
           resume: nothing reads the entry any more.
 
-        A scaler used in any other way (passed to a function, ``scaler.get_scale()`` logged) is
-        left as it is with a TPU271 finding: on XLA it disables itself (it checks for CUDA), so
-        the script still runs, but its ``scaler.step`` hides the optimizer step from TPU102.
+        - A scaler passed (positionally or by keyword) to a function of the same file, a plain
+          ``def`` or a method called as ``self.f(...)``, is followed into it: the uses of the
+          parameter are unwrapped as above, the parameter leaves the signature and the argument
+          every call. Only when every reference to the function is a call that passes this very
+          scaler in that parameter (no ``*args``, no decorator, not passed on as a callback):
+          other callers, in this file or not, could otherwise pass something else.
+
+        A scaler used in any other way (passed to a function defined elsewhere,
+        ``scaler.get_scale()`` logged) is left as it is with a TPU271 finding: on XLA it
+        disables itself (it checks for CUDA), so the script still runs, but its ``scaler.step``
+        hides the optimizer step from TPU102.
 
     Why
         TPUs do mixed precision in bfloat16, which has float32's exponent range: gradients do
@@ -148,6 +166,12 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
         Valid(
             "import torch\n\nprint('use torch.cuda.amp.autocast and a GradScaler on cuda')\n",
             why="names in a string",
+        ),
+        Valid(
+            "import torch\n\n\ndef train_step(x, scaler):\n"
+            "    scaler.scale(model(x).sum()).backward()\n\n\n"
+            "scaler = torch.amp.GradScaler('cpu')\ntrain_step(x, scaler)\n",
+            why="a CPU scaler handed to a function of the file stays, and so does the parameter",
         ),
     ]
     INVALID = [
@@ -316,7 +340,150 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
             "unwrap (line 4); bf16 needs no loss scaling: remove it by hand\n"
             "scaler = torch.cuda.amp.GradScaler()\ntrain(model, loader, scaler)\n",
             findings=[FINDING],
-            why="a scaler handed to another function",
+            why="a scaler handed to a function not defined in this file",
+        ),
+        Invalid(
+            "import torch\n\n\ndef train_step(model, scaler, optimizer, x):\n"
+            "    loss = model(x).sum()\n    scaler.scale(loss).backward()\n"
+            "    scaler.unscale_(optimizer)\n"
+            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+            "    scaler.step(optimizer)\n    scaler.update()\n    return loss\n\n\n"
+            "scaler = torch.cuda.amp.GradScaler()\nfor x in loader:\n"
+            "    train_step(model, scaler, optimizer, x)\n",
+            "import torch\n\n\ndef train_step(model, optimizer, x):\n"
+            "    loss = model(x).sum()\n    loss.backward()\n"
+            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+            "    optimizer.step()\n    return loss\n\n\nfor x in loader:\n"
+            "    train_step(model, optimizer, x)\n",
+            why="passed positionally to a function of the file: unwrapped there, parameter goes",
+        ),
+        Invalid(
+            "import torch\n\n\ndef train_step(model, optimizer, x, *, scaler=None):\n"
+            "    loss = model(x).sum()\n    if scaler is not None:\n"
+            "        scaler.scale(loss).backward()\n        scaler.step(optimizer)\n"
+            "        scaler.update()\n    else:\n        loss.backward()\n"
+            "        optimizer.step()\n    torch.save(model.state_dict(), path)\n"
+            "    return loss\n\n\nscaler = torch.amp.GradScaler('cuda')\n"
+            "for x in loader:\n    train_step(model, optimizer, x, scaler=scaler)\n",
+            "import torch\n\n\ndef train_step(model, optimizer, x):\n"
+            "    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n"
+            "    torch.save(model.state_dict(), path)\n    return loss\n\n\n"
+            "for x in loader:\n    train_step(model, optimizer, x)\n",
+            why="passed by keyword to a keyword-only parameter: the bare * goes with it",
+        ),
+        Invalid(
+            "import torch\n\n\ndef save(path, model, scaler):\n"
+            "    torch.save({'model': model.state_dict(), 'scaler': scaler.state_dict()}, path)\n"
+            "\n\ndef load(path, model, scaler):\n    ckpt = torch.load(path)\n"
+            "    model.load_state_dict(ckpt['model'])\n"
+            "    scaler.load_state_dict(ckpt['scaler'])\n\n\n"
+            "scaler = torch.cuda.amp.GradScaler()\nload(resume, model, scaler)\nsave(\n"
+            "    path,\n    model,\n    scaler=scaler,\n)\n"
+            "save(best_path, model, scaler)\n",
+            "import torch\n\n\ndef save(path, model):\n"
+            "    torch.save({'model': model.state_dict()}, path)\n\n\n"
+            "def load(path, model):\n    ckpt = torch.load(path)\n"
+            "    model.load_state_dict(ckpt['model'])\n\n\nload(resume, model)\nsave(\n"
+            "    path,\n    model,\n)\nsave(best_path, model)\n",
+            why="two functions, three calls (positional and keyword); the trailing comma stays",
+        ),
+        Invalid(
+            "import torch\n\n\nclass Trainer:\n    def __init__(self, model, opt):\n"
+            "        self.model = model\n        self.opt = opt\n"
+            "        self.scaler = torch.cuda.amp.GradScaler()\n\n"
+            "    def fit(self, loader):\n        for x in loader:\n"
+            "            self.backward_and_step(self.model(x).sum(), self.scaler)\n\n"
+            "    def backward_and_step(self, loss, scaler):\n"
+            "        scaler.scale(loss).backward()\n        scaler.step(self.opt)\n"
+            "        scaler.update()\n"
+            "        torch.save(self.model.state_dict(), path)\n",
+            "import torch\n\n\nclass Trainer:\n    def __init__(self, model, opt):\n"
+            "        self.model = model\n        self.opt = opt\n\n"
+            "    def fit(self, loader):\n        for x in loader:\n"
+            "            self.backward_and_step(self.model(x).sum())\n\n"
+            "    def backward_and_step(self, loss):\n        loss.backward()\n"
+            "        self.opt.step()\n"
+            "        torch.save(self.model.state_dict(), path)\n",
+            why="a scaler on self passed to a method called as self.f",
+        ),
+        Invalid(
+            "import torch\n\n\ndef backward(loss, scaler):\n"
+            "    scaler.scale(loss).backward()\n\n\ndef train(model, x, scaler):\n"
+            "    backward(model(x).sum(), scaler)\n    scaler.step(opt)\n"
+            "    scaler.update()\n\n\nscaler = torch.cuda.amp.GradScaler()\n"
+            "train(model, x, scaler)\ntorch.save(model.state_dict(), path)\n",
+            "import torch\n\n\ndef backward(loss):\n    loss.backward()\n\n\n"
+            "def train(model, x):\n    backward(model(x).sum())\n    opt.step()\n\n\n"
+            "train(model, x)\ntorch.save(model.state_dict(), path)\n",
+            why="a function that hands the scaler on to another one",
+        ),
+        Invalid(
+            "import torch\n\n\ndef train_step(x, scaler):\n"
+            "    scaler.scale(model(x).sum()).backward()\n\n\n"
+            "scaler = torch.cuda.amp.GradScaler()\ntrain_step(x, scaler)\n"
+            "run(train_step)\n",
+            "import torch\n\n\ndef train_step(x, scaler):\n"
+            "    scaler.scale(model(x).sum()).backward()\n\n\n"
+            "# TODO(tpu-migrate): TPU271 this GradScaler is used in a way tpu-migrate cannot "
+            "unwrap (line 9); bf16 needs no loss scaling: remove it by hand\n"
+            "scaler = torch.cuda.amp.GradScaler()\ntrain_step(x, scaler)\n"
+            "run(train_step)\n",
+            findings=[FINDING],
+            why="the function is also a callback: calls tpu-migrate cannot see may pass a scaler",
+        ),
+        Invalid(
+            "import torch\n\n\ndef train_step(x, scaler):\n"
+            "    scaler.scale(model(x).sum()).backward()\n\n\n"
+            "scaler = torch.cuda.amp.GradScaler()\ntrain_step(x, scaler)\n"
+            "train_step(y, None)\n",
+            "import torch\n\n\ndef train_step(x, scaler):\n"
+            "    scaler.scale(model(x).sum()).backward()\n\n\n"
+            "# TODO(tpu-migrate): TPU271 this GradScaler is used in a way tpu-migrate cannot "
+            "unwrap (line 9); bf16 needs no loss scaling: remove it by hand\n"
+            "scaler = torch.cuda.amp.GradScaler()\ntrain_step(x, scaler)\n"
+            "train_step(y, None)\n",
+            findings=[FINDING],
+            why="another call passes something else than the scaler",
+        ),
+        Invalid(
+            "import torch\n\n\ndef train_step(x, scaler):\n"
+            "    scaler.scale(model(x).sum()).backward()\n"
+            "    print(scaler.get_scale())\n\n\nscaler = torch.cuda.amp.GradScaler()\n"
+            "train_step(x, scaler)\n",
+            "import torch\n\n\ndef train_step(x, scaler):\n"
+            "    scaler.scale(model(x).sum()).backward()\n"
+            "    print(scaler.get_scale())\n\n\n"
+            "# TODO(tpu-migrate): TPU271 this GradScaler is used in a way tpu-migrate cannot "
+            "unwrap (line 6); bf16 needs no loss scaling: remove it by hand\n"
+            "scaler = torch.cuda.amp.GradScaler()\ntrain_step(x, scaler)\n",
+            findings=[FINDING],
+            why="a use inside the function that cannot be unwrapped",
+        ),
+        Invalid(
+            "import torch\n\n\n@torch.compile\ndef train_step(x, scaler):\n"
+            "    scaler.scale(model(x).sum()).backward()\n\n\n"
+            "scaler = torch.cuda.amp.GradScaler()\ntrain_step(x, scaler)\n",
+            "import torch\n\n\n@torch.compile\ndef train_step(x, scaler):\n"
+            "    scaler.scale(model(x).sum()).backward()\n\n\n"
+            "# TODO(tpu-migrate): TPU271 this GradScaler is used in a way tpu-migrate cannot "
+            "unwrap (line 10); bf16 needs no loss scaling: remove it by hand\n"
+            "scaler = torch.cuda.amp.GradScaler()\ntrain_step(x, scaler)\n",
+            findings=[FINDING],
+            why="a decorator may change how the function is called",
+        ),
+        Invalid(
+            "import torch\n\n\ndef train_step(x, scaler):\n"
+            "    scaler.scale(model(x).sum()).backward()\n\n\n"
+            "scaler = torch.cuda.amp.GradScaler()\ntrain_step(x, scaler)\n"
+            "train_step(*batch)\n",
+            "import torch\n\n\ndef train_step(x, scaler):\n"
+            "    scaler.scale(model(x).sum()).backward()\n\n\n"
+            "# TODO(tpu-migrate): TPU271 this GradScaler is used in a way tpu-migrate cannot "
+            "unwrap (line 9); bf16 needs no loss scaling: remove it by hand\n"
+            "scaler = torch.cuda.amp.GradScaler()\ntrain_step(x, scaler)\n"
+            "train_step(*batch)\n",
+            findings=[FINDING],
+            why="a call with *args may fill the parameter",
         ),
     ]
 
@@ -327,6 +494,7 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
 
     # ----------------------------------------------------------------- planning
     def visit_Module(self, node: cst.Module) -> None:
+        self._module = node
         for assignments, uses in self._scaler_groups(node):
             self._plan_scaler(assignments, uses)
 
@@ -382,11 +550,16 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
         )
 
     def _plan_scaler(self, assignments, uses) -> None:
+        uses, handoffs = self._follow_handoffs(uses)
         decided, dropped = self._plan_if_tests(uses)
         plan = ScalerPlan()
         removed: list[cst.CSTNode] = []
+        handed = {id(arg.value) for handoff in handoffs for arg in handoff.arguments}
+        for handoff in handoffs:
+            plan.dropped_params.add(id(handoff.parameter))
+            plan.dropped_entries |= {id(arg) for arg in handoff.arguments}
         for use in uses:
-            if self._inside(use, dropped):
+            if self._inside(use, dropped) or id(use) in handed:
                 continue
             if not self._plan_use(use, plan, removed):
                 self._keep(assignments, use)
@@ -395,6 +568,7 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
         self.plan.plain_steps |= plan.plain_steps
         self.plan.dropped_entries |= plan.dropped_entries
         self.plan.decided_ifs.update(decided)
+        self.plan.dropped_params |= plan.dropped_params
         for statement in removed:
             self.edits.remove(statement)
         for statement, _, call in assignments:
@@ -402,6 +576,127 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
             if call is not None:
                 self.release_binding(call.func)
         self.record_rewrite(len(assignments))
+
+    def _follow_handoffs(self, uses) -> tuple[list[cst.CSTNode], list[Handoff]]:
+        """The uses of a scaler including those inside the functions of this file it is passed to
+        (``train(model, scaler)`` -> the uses of ``train``'s parameter), and those handoffs. All
+        or nothing: when one call of such a function passes anything but this scaler, the uses
+        are returned as they are and the handoff stays an unknown use."""
+        original = list(uses)
+        uses = list(uses)
+        handoffs: list[Handoff] = []
+        followed: set[int] = set()
+        for use in uses:  # grows while followed
+            handoff = self._handoff(use)
+            if handoff is None or id(handoff.parameter) in followed:
+                continue
+            followed.add(id(handoff.parameter))
+            handoffs.append(handoff)
+            uses += self._parameter_uses(handoff.parameter)
+        use_ids = {id(use) for use in uses}
+        if any(id(arg.value) not in use_ids for handoff in handoffs for arg in handoff.arguments):
+            return original, []
+        return uses, handoffs
+
+    def _handoff(self, use: cst.CSTNode) -> Handoff | None:
+        """``f(..., scaler, ...)`` / ``self.f(..., s=scaler)`` with ``f`` defined in this file,
+        called only directly, every call filling the same parameter."""
+        arg = self.get_metadata(ParentNodeProvider, use, None)
+        if not (isinstance(arg, cst.Arg) and arg.value is use and not arg.star):
+            return None
+        call = self.get_metadata(ParentNodeProvider, arg, None)
+        if not (isinstance(call, cst.Call) and any(a is arg for a in call.args)):
+            return None
+        found = self._local_function(call.func)
+        if found is None:
+            return None
+        function, calls, skipped = found
+        parameter = _parameter_for(function, call, arg, skipped)
+        if parameter is None:
+            return None
+        arguments = []
+        for other in calls:
+            argument = _argument_for(function, other, parameter, skipped)
+            if argument is None:
+                return None
+            arguments.append(argument)
+        return Handoff(parameter, tuple(arguments))
+
+    def _local_function(self, func: cst.BaseExpression):
+        """(the undecorated ``def``, all its calls, 1 for a method else 0) when ``func`` names a
+        function of this file that is only ever called (never passed on, aliased or imported
+        under another spelling), else None."""
+        if isinstance(func, cst.Name):
+            return self._module_function(func)
+        if _is_self_attribute(func):
+            return self._method(func)
+        return None
+
+    def _module_function(self, name: cst.Name):
+        scope = self.get_metadata(ScopeProvider, name, None)
+        if scope is None or name.value not in scope:
+            return None
+        assignments = list(scope[name.value])
+        if len(assignments) != 1:
+            return None
+        function = getattr(assignments[0], "node", None)
+        if not isinstance(function, cst.FunctionDef) or function.decorators:
+            return None
+        if isinstance(self.get_metadata(ScopeProvider, function, None), cst.metadata.ClassScope):
+            return None
+        calls = [self._called(access.node) for access in assignments[0].references]
+        return None if any(call is None for call in calls) else (function, calls, 0)
+
+    def _method(self, func: cst.Attribute):
+        owner = self._enclosing(func, cst.ClassDef)
+        name = func.attr.value
+        if owner is None:
+            return None
+        definitions = [
+            node
+            for node in _walk(self._module)
+            if isinstance(node, cst.FunctionDef) and node.name.value == name
+        ]
+        if len(definitions) != 1 or definitions[0].decorators:
+            return None
+        function = definitions[0]
+        if self.get_metadata(ParentNodeProvider, function, None) is not owner.body:
+            return None
+        attributes = [
+            node
+            for node in _walk(self._module)
+            if isinstance(node, cst.Attribute) and node.attr.value == name
+        ]
+        spelled = {id(function.name)} | {id(node.attr) for node in attributes}
+        names = [
+            node
+            for node in _walk(self._module)
+            if isinstance(node, cst.Name) and node.value == name and id(node) not in spelled
+        ]
+        if names:
+            return None
+        calls = []
+        for node in attributes:
+            call = self._called(node)
+            inside = self._enclosing(node, cst.ClassDef) is owner
+            if call is None or not (_is_self_attribute(node) and inside):
+                return None
+            calls.append(call)
+        return function, calls, 1
+
+    def _called(self, node: cst.CSTNode) -> cst.Call | None:
+        call = self.get_metadata(ParentNodeProvider, node, None)
+        return call if isinstance(call, cst.Call) and call.func is node else None
+
+    def _parameter_uses(self, parameter: cst.Param) -> list[cst.CSTNode]:
+        scope = self.get_metadata(ScopeProvider, parameter.name, None)
+        name = parameter.name.value
+        if scope is None:
+            return []
+        assignments = list(scope.assignments[name])
+        if len(assignments) != 1 or getattr(assignments[0], "node", None) is not parameter:
+            return [parameter]  # reassigned in the function: an unknown use
+        return [access.node for access in assignments[0].references]
 
     def _plan_if_tests(self, uses) -> tuple[dict[int, bool], set[int]]:
         """``if scaler is not None:`` and friends: (if -> whether its else branch is the one that
@@ -566,6 +861,22 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
         args = _without_dropped(original.args, updated.args, self.plan.dropped_entries)
         return updated.with_changes(args=args) if len(args) != len(updated.args) else updated
 
+    def leave_Parameters(
+        self, original_node: cst.Parameters, updated_node: cst.Parameters
+    ) -> cst.Parameters:
+        changes = {}
+        for kind in ("posonly_params", "params", "kwonly_params"):
+            originals, updated = getattr(original_node, kind), getattr(updated_node, kind)
+            kept = _without_dropped(originals, updated, self.plan.dropped_params)
+            if len(kept) != len(updated):
+                changes[kind] = kept
+                self.record_rewrite()
+        if not changes:
+            return updated_node
+        if changes.get("kwonly_params") == [] and isinstance(updated_node.star_arg, cst.ParamStar):
+            changes.update(_without_bare_star(updated_node, changes))
+        return updated_node.with_changes(**changes)
+
     def leave_SimpleStatementLine(self, original_node, updated_node):
         return self.edits.remove_small_statements(original_node, updated_node, self._removed_small)
 
@@ -710,6 +1021,44 @@ def _named_arguments(call: cst.Call, parameters) -> dict[str, cst.BaseExpression
         else:
             named[arg.keyword.value] = arg.value
     return named
+
+
+def _without_bare_star(parameters: cst.Parameters, changes: dict) -> dict:
+    """``def f(a, *, scaler)`` without ``scaler``: the ``*`` goes too, ``a`` takes the comma
+    that followed ``scaler`` (a trailing comma stays)."""
+    comma = parameters.kwonly_params[-1].comma
+    for kind in ("params", "posonly_params"):
+        kept = list(changes.get(kind, getattr(parameters, kind)))
+        if kept:
+            kept[-1] = kept[-1].with_changes(comma=comma)
+            return {kind: kept, "star_arg": cst.MaybeSentinel.DEFAULT}
+    return {"star_arg": cst.MaybeSentinel.DEFAULT}
+
+
+def _parameter_for(
+    function: cst.FunctionDef, call: cst.Call, arg: cst.Arg, skipped: int
+) -> cst.Param | None:
+    """The parameter of ``function`` that ``arg`` of ``call`` fills (``skipped``: ``self``)."""
+    if any(a.star for a in call.args):
+        return None
+    parameters = function.params
+    positional = [*parameters.posonly_params, *parameters.params][skipped:]
+    if arg.keyword is not None:
+        named = [p for p in positional if p not in parameters.posonly_params]
+        named += parameters.kwonly_params
+        return next((p for p in named if p.name.value == arg.keyword.value), None)
+    index = [a for a in call.args if a.keyword is None].index(arg)
+    return positional[index] if index < len(positional) else None
+
+
+def _argument_for(
+    function: cst.FunctionDef, call: cst.Call, parameter: cst.Param, skipped: int
+) -> cst.Arg | None:
+    """The argument of ``call`` that fills ``parameter`` of ``function``; None when none does."""
+    for arg in call.args:
+        if _parameter_for(function, call, arg, skipped) is parameter:
+            return arg
+    return None
 
 
 def _without_dropped(originals, updated, dropped: set[int]) -> list:
