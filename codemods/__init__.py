@@ -72,7 +72,9 @@ def rule_by_code(code: str) -> type[TpuCodemod]:
 
 def code_selected(code: str, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> bool:
     """ruff-style selection: prefixes allowed; the longest matching prefix wins, ignore on ties."""
-    select_match = max((len(p) for p in select if code.startswith(p.upper())), default=-1 if select else 0)
+    select_match = max(
+        (len(p) for p in select if code.startswith(p.upper())), default=-1 if select else 0
+    )
     ignore_match = max((len(p) for p in ignore if code.startswith(p.upper())), default=-1)
     return select_match >= 0 and select_match > ignore_match
 
@@ -85,7 +87,9 @@ def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list
     """
     for prefix in [*select, *ignore]:
         if not any(code.startswith(prefix.upper()) for code in all_codes()):
-            raise KeyError(f"unknown rule code or prefix {prefix!r}; `tpu-migrate rules` lists them")
+            raise KeyError(
+                f"unknown rule code or prefix {prefix!r}; `tpu-migrate rules` lists them"
+            )
     return [
         rule
         for rule in PIPELINE

@@ -65,7 +65,12 @@ class Finding:
     message: str
 
     def to_dict(self) -> dict:
-        return {"code": self.code, "line": self.line, "column": self.column, "message": self.message}
+        return {
+            "code": self.code,
+            "line": self.line,
+            "column": self.column,
+            "message": self.message,
+        }
 
 
 @dataclass(frozen=True)
@@ -173,10 +178,6 @@ class TpuCodemod(VisitorBasedCodemodCommand):
 
     def require_import(self, spec: ImportSpec) -> None:
         AddImportsVisitor.add_needed_import(self.context, spec.module, spec.obj, spec.asname)
-
-    def release_import(self, spec: ImportSpec) -> None:
-        """Remove ``spec``'s import at the end of the pipeline if nothing uses it any more."""
-        RemoveImportsVisitor.remove_unused_import(self.context, spec.module, spec.obj, spec.asname)
 
     def release_binding(self, node: cst.CSTNode) -> None:
         """``node`` (``xm.mark_step`` or ``mark_step``) is going away: drop the import that bound
@@ -301,7 +302,8 @@ def tidy_torch_xla_imports(module: cst.Module) -> cst.Module:
             if ordered != run:
                 changed = True
                 body[start:end] = [
-                    new.with_changes(leading_lines=old.leading_lines) for old, new in zip(run, ordered)
+                    new.with_changes(leading_lines=old.leading_lines)
+                    for old, new in zip(run, ordered)
                 ]
         start = end + 1
     return module.with_changes(body=body) if changed else module

@@ -191,7 +191,9 @@ class ModernizeTorchXla(TpuCodemod):
             return updated_node.func.value  # type: ignore[union-attr]
         if id(original_node) in self._stored_loaders:
             self.record_rewrite()
-            return self._mp_device_loader(updated_node, updated_node.args[1].value.elements[0].value)
+            return self._mp_device_loader(
+                updated_node, updated_node.args[1].value.elements[0].value
+            )
         per_device = self._per_device_loader(original_node, updated_node)
         if per_device is not None:
             return per_device
@@ -210,9 +212,7 @@ class ModernizeTorchXla(TpuCodemod):
                 self.require_import(spec)
                 self.release_binding(original_node.func)
                 self.record_rewrite()
-                return updated_node.with_changes(
-                    func=cst.parse_expression(new_callee), args=args
-                )
+                return updated_node.with_changes(func=cst.parse_expression(new_callee), args=args)
         return updated_node
 
     def _per_device_loader(self, original: cst.Call, updated: cst.Call) -> cst.Call | None:

@@ -193,7 +193,9 @@ class ModelBeforeOptimizer(TpuCodemod):
     def _optimizer_calls(self, node: cst.CSTNode):
         for call in _calls(node):
             names = self.qualified_names(call.func)
-            if any(n.startswith(OPTIMIZER_PACKAGE) and not n.startswith(NOT_OPTIMIZERS) for n in names):
+            if any(
+                n.startswith(OPTIMIZER_PACKAGE) and not n.startswith(NOT_OPTIMIZERS) for n in names
+            ):
                 yield call
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:

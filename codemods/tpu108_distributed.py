@@ -30,7 +30,9 @@ MP_SPAWN = ("torch.multiprocessing.spawn", "torch.multiprocessing.spawn.spawn")
 SET_DEVICE = ("torch.cuda.set_device",)
 # init_process_group arguments the xla backend does not take: PJRT supplies rank, world size and
 # the rendezvous; a CUDA device_id has no meaning on XLA.
-DROPPED_INIT_KEYWORDS = frozenset({"backend", "init_method", "rank", "world_size", "store", "device_id"})
+DROPPED_INIT_KEYWORDS = frozenset(
+    {"backend", "init_method", "rank", "world_size", "store", "device_id"}
+)
 # DistributedDataParallel(module, device_ids, output_device, ...): the CUDA-only arguments.
 DROPPED_DDP_KEYWORDS = frozenset({"device_ids", "output_device"})
 CUDA_BACKENDS = frozenset({"nccl", "gloo", "cpu:gloo,cuda:nccl"})
@@ -132,16 +134,23 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         "(torch_xla.launch) or SPMD",
         "TPU205": "the XLA device is used before torch_xla.launch: move it into the launched function",
     }
-    TRIGGERS = ("distributed", "multiprocessing", "DataParallel", "RANK", "WORLD_SIZE", "set_device")
+    TRIGGERS = (
+        "distributed",
+        "multiprocessing",
+        "DataParallel",
+        "RANK",
+        "WORLD_SIZE",
+        "set_device",
+    )
 
     VALID = [
         Valid(
             "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n"
-            "dist.init_process_group(\"xla\", init_method=\"xla://\")\n",
+            'dist.init_process_group("xla", init_method="xla://")\n',
             why="already the xla backend",
         ),
         Valid(
-            "import os\n\nlocal_rank = int(os.environ.get(\"LOCAL_RANK\", -1))\n"
+            'import os\n\nlocal_rank = int(os.environ.get("LOCAL_RANK", -1))\n'
             "distributed = local_rank != -1\n",
             why="-1 means 'not launched distributed'; the runtime would always say 0",
         ),
@@ -159,7 +168,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             why="a look-alike spawn is not torch.multiprocessing",
         ),
         Valid(
-            "import os\n\nrank = os.environ[\"RANK\"]\nprint(\"rank\", rank)\n",
+            'import os\n\nrank = os.environ["RANK"]\nprint("rank", rank)\n',
             why="the string value is not converted to an int: not a rank computation to port",
         ),
         Valid(
@@ -168,46 +177,46 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             why="already the XLA form",
         ),
         Valid(
-            "def main():\n    train()\n\n\nif __name__ == \"__main__\":\n    main()\n",
+            'def main():\n    train()\n\n\nif __name__ == "__main__":\n    main()\n',
             why="no distributed setup: nothing to launch",
         ),
     ]
     INVALID = [
         Invalid(
             "import torch.distributed as dist\n\n"
-            "dist.init_process_group(\"nccl\", init_method=\"env://\", rank=rank, world_size=world)\n",
+            'dist.init_process_group("nccl", init_method="env://", rank=rank, world_size=world)\n',
             "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n"
-            "dist.init_process_group(\"xla\", init_method=\"xla://\")\n",
+            'dist.init_process_group("xla", init_method="xla://")\n',
         ),
         Invalid(
             "import datetime\nimport torch.distributed as dist\n\n"
             "dist.init_process_group(backend='gloo', timeout=datetime.timedelta(minutes=5))\n",
             "import datetime\nimport torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n"
-            "dist.init_process_group(\"xla\", init_method=\"xla://\", "
+            'dist.init_process_group("xla", init_method="xla://", '
             "timeout=datetime.timedelta(minutes=5))\n",
             why="timeout is kept",
         ),
         Invalid(
             "from torch.distributed import init_process_group\n\n"
             "def setup(rank, world_size):\n"
-            "    backend = \"nccl\"\n"
+            '    backend = "nccl"\n'
             "    init_process_group(\n"
             "        backend=backend,\n"
-            "        init_method=\"tcp://127.0.0.1:23456\",\n"
+            '        init_method="tcp://127.0.0.1:23456",\n'
             "        world_size=world_size,\n"
             "        rank=rank,\n"
             "    )\n",
             "from torch.distributed import init_process_group\nimport torch_xla.distributed.xla_backend\n\n"
             "def setup(rank, world_size):\n"
-            "    init_process_group(\"xla\", init_method=\"xla://\")\n",
+            '    init_process_group("xla", init_method="xla://")\n',
             why="a backend variable used only here goes with it",
         ),
         Invalid(
             "import torch.distributed as dist\n\n"
-            "backend = \"nccl\"\ndist.init_process_group(backend)\nprint(\"backend:\", backend)\n",
+            'backend = "nccl"\ndist.init_process_group(backend)\nprint("backend:", backend)\n',
             "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n"
-            "backend = \"nccl\"\ndist.init_process_group(\"xla\", init_method=\"xla://\")\n"
-            "print(\"backend:\", backend)\n",
+            'backend = "nccl"\ndist.init_process_group("xla", init_method="xla://")\n'
+            'print("backend:", backend)\n',
             why="the variable is used elsewhere, so it stays",
         ),
         Invalid(
@@ -257,9 +266,9 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         ),
         Invalid(
             "import os\n\n"
-            "rank = int(os.environ[\"RANK\"])\n"
-            "local_rank = int(os.environ.get(\"LOCAL_RANK\", 0))\n"
-            "world_size = int(os.getenv(\"WORLD_SIZE\", \"1\"))\n",
+            'rank = int(os.environ["RANK"])\n'
+            'local_rank = int(os.environ.get("LOCAL_RANK", 0))\n'
+            'world_size = int(os.getenv("WORLD_SIZE", "1"))\n',
             "import torch_xla.runtime as xr\n\n"
             "rank = xr.global_ordinal()\n"
             "local_rank = xr.local_ordinal()\n"
@@ -268,19 +277,19 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         ),
         Invalid(
             "import torch.multiprocessing as mp\n\n"
-            "if __name__ == \"__main__\":\n"
+            'if __name__ == "__main__":\n'
             "    mp.spawn(main_worker, nprocs=args.world_size, args=(args,))\n",
             "import torch_xla\n\n"
-            "if __name__ == \"__main__\":\n"
+            'if __name__ == "__main__":\n'
             "    torch_xla.launch(main_worker, args=(args,), "
             "debug_single_process=args.world_size == 1)\n",
         ),
         Invalid(
             "import torch.multiprocessing as mp\n\n"
-            "mp.spawn(train, args=(cfg, data), nprocs=1, start_method=\"fork\")\n"
+            'mp.spawn(train, args=(cfg, data), nprocs=1, start_method="fork")\n'
             "mp.spawn(train)\n",
             "import torch_xla\n\n"
-            "torch_xla.launch(train, args=(cfg, data), start_method=\"fork\", "
+            'torch_xla.launch(train, args=(cfg, data), start_method="fork", '
             "debug_single_process=True)\n"
             "torch_xla.launch(train)\n",
         ),
@@ -289,9 +298,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             "def main_worker(gpu, args):\n"
             "    torch.cuda.set_device(gpu)\n"
             "    train(args, torch.float32)\n",
-            "import torch\n\n"
-            "def main_worker(gpu, args):\n"
-            "    train(args, torch.float32)\n",
+            "import torch\n\n" "def main_worker(gpu, args):\n" "    train(args, torch.float32)\n",
         ),
         Invalid(
             "import torch.nn as nn\n\n"
@@ -319,18 +326,18 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             "import torch.distributed as dist\n\n\n"
             "def main():\n"
             "    args = parse()\n"
-            "    dist.init_process_group(\"nccl\")\n"
+            '    dist.init_process_group("nccl")\n'
             "    train(args)\n\n\n"
-            "if __name__ == \"__main__\":\n"
+            'if __name__ == "__main__":\n'
             "    main()\n",
             "import torch.distributed as dist\nimport torch_xla\nimport torch_xla.distributed.xla_backend\n\n\n"
             "def main():\n"
             "    args = parse()\n"
-            "    dist.init_process_group(\"xla\", init_method=\"xla://\")\n"
+            '    dist.init_process_group("xla", init_method="xla://")\n'
             "    train(args)\n\n\n"
             "def _mp_fn(index):\n"
             "    main()\n\n\n"
-            "if __name__ == \"__main__\":\n"
+            'if __name__ == "__main__":\n'
             "    torch_xla.launch(_mp_fn)\n",
             why="torchrun-style entry point",
         ),
@@ -338,16 +345,16 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             "import torch.distributed as dist\nimport torch_xla\n\n"
             "device = torch_xla.device()\n\n\n"
             "def setup():\n"
-            "    dist.init_process_group(\"gloo\")\n\n\n"
+            '    dist.init_process_group("gloo")\n\n\n'
             "def run(cfg):\n"
             "    setup()\n"
             "    train(cfg, device)\n\n\n"
-            "if __name__ == \"__main__\":\n"
+            'if __name__ == "__main__":\n'
             "    cfg = load_config()\n"
             "    run(cfg)\n",
             "import torch.distributed as dist\nimport torch_xla\nimport torch_xla.distributed.xla_backend\n\n\n"
             "def setup():\n"
-            "    dist.init_process_group(\"xla\", init_method=\"xla://\")\n\n\n"
+            '    dist.init_process_group("xla", init_method="xla://")\n\n\n'
             "def run(cfg):\n"
             "    setup()\n"
             "    train(cfg, device)\n\n\n"
@@ -355,7 +362,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             "    global device\n"
             "    device = torch_xla.device()\n"
             "    run(cfg)\n\n\n"
-            "if __name__ == \"__main__\":\n"
+            'if __name__ == "__main__":\n'
             "    cfg = load_config()\n"
             "    torch_xla.launch(_mp_fn, args=(cfg,))\n",
             why="module-level device moved into the launched function; init found through a call",
@@ -365,14 +372,14 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             "device = torch_xla.device()\n\n\n"
             "def worker(index, cfg):\n"
             "    train(cfg, device)\n\n\n"
-            "if __name__ == \"__main__\":\n"
+            'if __name__ == "__main__":\n'
             "    mp.spawn(worker, args=(cfg,), nprocs=8)\n",
             "import torch_xla\n\n\n"
             "def worker(index, cfg):\n"
             "    global device\n"
             "    device = torch_xla.device()\n"
             "    train(cfg, device)\n\n\n"
-            "if __name__ == \"__main__\":\n"
+            'if __name__ == "__main__":\n'
             "    torch_xla.launch(worker, args=(cfg,), debug_single_process=8 == 1)\n",
             why="the device moves into the spawned worker",
         ),
@@ -380,13 +387,13 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             "import torch.multiprocessing as mp\nimport torch_xla\n\n\n"
             "def worker(index, device):\n"
             "    train(device)\n\n\n"
-            "if __name__ == \"__main__\":\n"
+            'if __name__ == "__main__":\n'
             "    device = torch_xla.device()\n"
             "    mp.spawn(worker, args=(device,))\n",
             "import torch_xla\n\n\n"
             "def worker(index, device):\n"
             "    train(device)\n\n\n"
-            "if __name__ == \"__main__\":\n"
+            'if __name__ == "__main__":\n'
             "    # TODO(tpu-migrate): TPU205 the XLA device is used before torch_xla.launch: move it "
             "into the launched function\n"
             "    device = torch_xla.device()\n"
@@ -438,7 +445,10 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
                 call is not None
                 and isinstance(call.func, cst.Name)
                 and call.func.value in initializing
-                and all(a.keyword is None and not a.star and isinstance(a.value, cst.Name) for a in call.args)
+                and all(
+                    a.keyword is None and not a.star and isinstance(a.value, cst.Name)
+                    for a in call.args
+                )
             ):
                 self._entry_call = statement
                 self._launched.append(MP_FN)
@@ -607,7 +617,9 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             self._built_calls.append(result)
         return result
 
-    def _rewritten_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+    def _rewritten_call(
+        self, original_node: cst.Call, updated_node: cst.Call
+    ) -> cst.BaseExpression:
         func = original_node.func
         if self.is_name(func, *INIT_PROCESS_GROUP):
             return self._xla_process_group(original_node, updated_node)
@@ -625,7 +637,9 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         if env is not None:
             self.release_binding(_env_root(original_node))
             return self._runtime_call(env)
-        if self.is_name(func, *DATA_PARALLEL) and not self._is_wrapped_self_assignment(original_node):
+        if self.is_name(func, *DATA_PARALLEL) and not self._is_wrapped_self_assignment(
+            original_node
+        ):
             self._flag_data_parallel(original_node, original_node)
             return updated_node.args[0].value if updated_node.args else updated_node
         if _is_to_call_on(updated_node) and self._is_ddp_call(original_node.func.value):
@@ -646,19 +660,21 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         if not self._is_cuda_backend(original, _backend_argument(original).value):
             return updated
         kept = [
-            a for a in updated.args[1 if updated.args[0].keyword is None else 0 :]
+            a
+            for a in updated.args[1 if updated.args[0].keyword is None else 0 :]
             if a.keyword is None or a.keyword.value not in DROPPED_INIT_KEYWORDS
         ]
         kept = [a for a in kept if a.keyword is not None]  # positional ones were backend, ...
         new_args = [
             cst.Arg(cst.SimpleString('"xla"')),
-            cst.Arg(cst.SimpleString('"xla://"'), keyword=cst.Name("init_method"),
-                    equal=_equal()),
+            cst.Arg(cst.SimpleString('"xla://"'), keyword=cst.Name("init_method"), equal=_equal()),
             *[a.with_changes(equal=_equal(), comma=cst.MaybeSentinel.DEFAULT) for a in kept],
         ]
         self.require_import(XLA_BACKEND)
         self.record_rewrite()
-        return updated.with_changes(args=_with_commas(new_args), whitespace_before_args=cst.SimpleWhitespace(""))
+        return updated.with_changes(
+            args=_with_commas(new_args), whitespace_before_args=cst.SimpleWhitespace("")
+        )
 
     def _is_cuda_backend(self, call: cst.Call, value: cst.BaseExpression) -> bool:
         if _string_value(value) in CUDA_BACKENDS:
@@ -681,8 +697,10 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         nodes = []
         for assignment in scope.assignments[name.value]:
             node = getattr(assignment, "node", None)
-            parent = node if isinstance(node, cst.Assign) else self.get_metadata(
-                ParentNodeProvider, node, None
+            parent = (
+                node
+                if isinstance(node, cst.Assign)
+                else self.get_metadata(ParentNodeProvider, node, None)
             )
             while parent is not None and not isinstance(parent, (cst.Assign, cst.BaseStatement)):
                 parent = self.get_metadata(ParentNodeProvider, parent, None)
@@ -710,17 +728,25 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         if not positional or len(positional) > 3 or any(a.star for a in call.args):
             return call
         kept = [positional[0]] + [
-            a for a in call.args if a.keyword is not None and a.keyword.value not in DROPPED_DDP_KEYWORDS
+            a
+            for a in call.args
+            if a.keyword is not None and a.keyword.value not in DROPPED_DDP_KEYWORDS
         ]
-        has_view = any(a.keyword is not None and a.keyword.value == "gradient_as_bucket_view" for a in kept)
+        has_view = any(
+            a.keyword is not None and a.keyword.value == "gradient_as_bucket_view" for a in kept
+        )
         if len(kept) == len(call.args) and has_view:
             return call
         if not has_view:
             kept.append(
-                cst.Arg(cst.Name("True"), keyword=cst.Name("gradient_as_bucket_view"), equal=_equal())
+                cst.Arg(
+                    cst.Name("True"), keyword=cst.Name("gradient_as_bucket_view"), equal=_equal()
+                )
             )
         self.record_rewrite()
-        return call.with_changes(args=_with_commas(kept), whitespace_before_args=cst.SimpleWhitespace(""))
+        return call.with_changes(
+            args=_with_commas(kept), whitespace_before_args=cst.SimpleWhitespace("")
+        )
 
     def _is_ddp_call(self, node: cst.BaseExpression) -> bool:
         return isinstance(node, cst.Call) and self.is_name(node.func, *DDP)
@@ -741,7 +767,11 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
                     changed = True
                 continue
             existing = next(
-                (i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == keyword),
+                (
+                    i
+                    for i, a in enumerate(args)
+                    if a.keyword is not None and a.keyword.value == keyword
+                ),
                 None,
             )
             new = cst.Arg(value, keyword=cst.Name(keyword), equal=_equal())
@@ -759,7 +789,9 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             return call
         self.require_import(XR)
         self.record_rewrite()
-        return call.with_changes(args=_with_commas(args), whitespace_before_args=cst.SimpleWhitespace(""))
+        return call.with_changes(
+            args=_with_commas(args), whitespace_before_args=cst.SimpleWhitespace("")
+        )
 
     # mp.spawn
     def _spawn_is_portable(self, call: cst.Call) -> bool:
@@ -792,14 +824,18 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
                 if isinstance(nprocs, cst.Integer) and nprocs.value == "1"
                 else cst.parse_expression(f"{cst.Module([]).code_for_node(nprocs)} == 1")
             )
-            new_args.append(cst.Arg(single, keyword=cst.Name("debug_single_process"), equal=_equal()))
+            new_args.append(
+                cst.Arg(single, keyword=cst.Name("debug_single_process"), equal=_equal())
+            )
         self.require_import(TORCH_XLA)
         self.record_rewrite()
         return cst.Call(func=cst.parse_expression("torch_xla.launch"), args=_with_commas(new_args))
 
     # environment
     def _env_query(self, call: cst.Call) -> str | None:
-        if not (isinstance(call.func, cst.Name) and call.func.value == "int" and len(call.args) == 1):
+        if not (
+            isinstance(call.func, cst.Name) and call.func.value == "int" and len(call.args) == 1
+        ):
             return None
         inner = call.args[0].value
         key: cst.BaseExpression | None = None
@@ -809,8 +845,11 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
                 key = inner.slice[0].slice.value
         elif isinstance(inner, cst.Call) and (
             self.is_name(inner.func, "os.getenv")
-            or (isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "get"
-                and self.is_name(inner.func.value, "os.environ"))
+            or (
+                isinstance(inner.func, cst.Attribute)
+                and inner.func.attr.value == "get"
+                and self.is_name(inner.func.value, "os.environ")
+            )
         ):
             if 1 <= len(inner.args) <= 2 and all(a.keyword is None for a in inner.args):
                 key = inner.args[0].value
@@ -921,8 +960,14 @@ def _with_commas(args: Sequence[cst.Arg]) -> list[cst.Arg]:
     result = []
     for index, argument in enumerate(args):
         last = index == len(args) - 1
-        comma = cst.MaybeSentinel.DEFAULT if last else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        result.append(argument.with_changes(comma=comma, whitespace_after_arg=cst.SimpleWhitespace("")))
+        comma = (
+            cst.MaybeSentinel.DEFAULT
+            if last
+            else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        )
+        result.append(
+            argument.with_changes(comma=comma, whitespace_after_arg=cst.SimpleWhitespace(""))
+        )
     return result
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Sequence
 
 import codemods
@@ -56,19 +55,44 @@ def _parser() -> argparse.ArgumentParser:
 
     def files_command(name: str, help_text: str, handler) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
-        sub.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .)")
-        sub.add_argument("--select", type=_codes, default=[], metavar="CODE[,CODE]",
-                         help="only these rules (prefixes such as TPU1 allowed)")
-        sub.add_argument("--ignore", type=_codes, default=[], metavar="CODE[,CODE]",
-                         help="skip these rules or findings (prefixes allowed)")
-        sub.add_argument("--exclude", action="append", default=[], metavar="GLOB",
-                         help="skip paths matching GLOB (repeatable)")
-        sub.add_argument("--jobs", "-j", type=int, default=default_jobs(), metavar="N",
-                         help="worker processes (default: all cores)")
+        sub.add_argument(
+            "paths", nargs="*", metavar="PATH", help="files or directories (default: .)"
+        )
+        sub.add_argument(
+            "--select",
+            type=_codes,
+            default=[],
+            metavar="CODE[,CODE]",
+            help="only these rules (prefixes such as TPU1 allowed)",
+        )
+        sub.add_argument(
+            "--ignore",
+            type=_codes,
+            default=[],
+            metavar="CODE[,CODE]",
+            help="skip these rules or findings (prefixes allowed)",
+        )
+        sub.add_argument(
+            "--exclude",
+            action="append",
+            default=[],
+            metavar="GLOB",
+            help="skip paths matching GLOB (repeatable)",
+        )
+        sub.add_argument(
+            "--jobs",
+            "-j",
+            type=int,
+            default=default_jobs(),
+            metavar="N",
+            help="worker processes (default: all cores)",
+        )
         sub.set_defaults(handler=handler)
         return sub
 
-    files_command("diff", "Show what `apply` would change, as a unified diff; change nothing.", _cmd_diff)
+    files_command(
+        "diff", "Show what `apply` would change, as a unified diff; change nothing.", _cmd_diff
+    )
     files_command("apply", "Rewrite the files in place.", _cmd_apply)
     check = files_command(
         "check", "List the rewrites that apply and the findings that need a human.", _cmd_check
@@ -114,7 +138,9 @@ def _cmd_diff(args) -> int:
         if result.error:
             terminal.error(error_line(result))
         elif result.changed:
-            terminal.diff(unified_diff(result.source.text, result.new_text, display_path(result.path)))
+            terminal.diff(
+                unified_diff(result.source.text, result.new_text, display_path(result.path))
+            )
     for line in problems:
         terminal.error(line)
     summary = RunSummary.of(results, len(problems))

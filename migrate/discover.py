@@ -146,4 +146,3 @@ def display_path(path: Path, base: Path | None = None) -> str:
         return path.absolute().relative_to(base.absolute()).as_posix()
     except ValueError:
         return path.as_posix()
-

@@ -47,7 +47,11 @@ class FileResult:
 
     @property
     def changed(self) -> bool:
-        return self.new_text is not None and self.source is not None and self.new_text != self.source.text
+        return (
+            self.new_text is not None
+            and self.source is not None
+            and self.new_text != self.source.text
+        )
 
     def new_bytes(self) -> bytes:
         assert self.source is not None and self.new_text is not None
@@ -218,4 +222,6 @@ def migrate_files(
 
 
 def default_jobs() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    )

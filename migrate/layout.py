@@ -83,7 +83,9 @@ def _format_block(block: str, limit: int, header: bool, newline: str) -> str | N
         return None
     if header:
         formatted = formatted[: formatted.rstrip("\n").rfind("\n") + 1]
-    lines = [indent + line if line.strip() else line for line in formatted.splitlines(keepends=True)]
+    lines = [
+        indent + line if line.strip() else line for line in formatted.splitlines(keepends=True)
+    ]
     return "".join(lines).replace("\n", newline)
 
 

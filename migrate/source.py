@@ -51,23 +51,15 @@ class SourceFile:
             text = body.decode(encoding)
         except UnicodeDecodeError as exc:
             line = body[: exc.start].count(b"\n") + 1
-            raise SourceError(f"cannot decode as {encoding}: {exc.reason} at byte {exc.start}", line)
+            raise SourceError(
+                f"cannot decode as {encoding}: {exc.reason} at byte {exc.start}", line
+            )
         return cls(path=path, raw=raw, text=text, encoding=encoding, bom=bom)
 
     def encode(self, text: str) -> bytes:
         """The bytes to write for ``text``, in this file's encoding and with its BOM."""
         data = text.encode(self.encoding)
         return codecs.BOM_UTF8 + data if self.bom else data
-
-
-def newline_of(text: str) -> str:
-    """The newline new lines should use: the file's first one (libcst applies the same rule)."""
-    index = text.find("\n")
-    if index > 0 and text[index - 1] == "\r":
-        return "\r\n"
-    if index < 0 and "\r" in text:
-        return "\r"
-    return "\n"
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -78,7 +70,9 @@ def write_atomically(path: Path, data: bytes) -> None:
     """
     path = Path(path)
     mode = stat.S_IMODE(path.stat().st_mode)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tpu-migrate.tmp", dir=path.parent)
+    fd, tmp_name = tempfile.mkstemp(
+        prefix=f".{path.name}.", suffix=".tpu-migrate.tmp", dir=path.parent
+    )
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -46,7 +46,12 @@ class Terminal:
         if total < PROGRESS_MIN_FILES or not self._err.is_terminal:
             yield lambda: None
             return
-        columns = (TextColumn("migrating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+        columns = (
+            TextColumn("migrating"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+        )
         with Progress(*columns, console=self._err, transient=True) as bar:
             task = bar.add_task("files", total=total)
             yield lambda: bar.advance(task)

@@ -5,24 +5,20 @@ from pathlib import Path
 
 import pytest
 
-OLD_API = textwrap.dedent(
-    """\
+OLD_API = textwrap.dedent("""\
     import torch
     import torch_xla.core.xla_model as xm
 
     device = xm.xla_device()
     xm.mark_step()
-    """
-)
-NEW_API = textwrap.dedent(
-    """\
+    """)
+NEW_API = textwrap.dedent("""\
     import torch
     import torch_xla
 
     device = torch_xla.device()
     torch_xla.sync()
-    """
-)
+    """)
 
 
 @pytest.fixture

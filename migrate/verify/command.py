@@ -37,41 +37,102 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     _add_options(parser)
     # Everything from SCRIPT on: argparse cannot mix options after a positional with a `--` that ends
     # them inside a subcommand, so the handler splits this list itself.
-    parser.add_argument("argv", nargs=argparse.REMAINDER, metavar="SCRIPT [-- SCRIPT_ARGS...]",
-                        help="the original training script, then its arguments after --")
+    parser.add_argument(
+        "argv",
+        nargs=argparse.REMAINDER,
+        metavar="SCRIPT [-- SCRIPT_ARGS...]",
+        help="the original training script, then its arguments after --",
+    )
     parser.set_defaults(handler=run_command)
     return parser
 
 
 def _add_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--steps", type=int, default=5, metavar="N", help="optimizer steps to run (default: 5)")
-    parser.add_argument("--seed", type=int, default=0, metavar="S",
-                        help="seed for random, numpy, torch and the XLA RNG (default: 0)")
-    parser.add_argument("--rtol", type=float, default=None, metavar="R",
-                        help="relative tolerance (default: 1e-5; 2e-2 with --keep-autocast)")
-    parser.add_argument("--atol", type=float, default=None, metavar="A", help="absolute tolerance (default: 1e-6)")
-    parser.add_argument("--migrated", type=Path, default=None, metavar="PATH",
-                        help="compare against this migrated script instead of migrating a temporary copy")
-    parser.add_argument("--root", type=Path, default=None, metavar="DIR",
-                        help="project root to copy and migrate (default: the script's directory)")
-    parser.add_argument("--cwd", type=Path, default=None, metavar="DIR",
-                        help="working directory of the runs (default: the current directory)")
-    parser.add_argument("--timeout", type=float, default=300.0, metavar="SEC",
-                        help="time limit for each run (default: 300)")
-    parser.add_argument("--json", default=None, metavar="OUT",
-                        help="also write the full result as JSON to OUT ('-': JSON on stdout instead of text)")
-    parser.add_argument("--strict", action="store_true",
-                        help="fail the verdict on a recompilation after warm-up or a mid-step host transfer")
-    parser.add_argument("--keep-dropout", action="store_true",
-                        help="leave dropout on (CPU and XLA random streams differ: losses will not match)")
-    parser.add_argument("--keep-autocast", action="store_true",
-                        help="leave autocast on and compare with a bf16 tolerance")
-    parser.add_argument("--original-cpu-path", action="store_true",
-                        help="run the original untouched (no CUDA-to-CPU mapping): its CPU code path")
-    parser.add_argument("--python", default=sys.executable, metavar="PATH",
-                        help="interpreter for both runs (default: the one running tpu-migrate)")
-    parser.add_argument("--keep-temp", action="store_true",
-                        help="keep the temporary copy, traces and outputs of the runs")
+    parser.add_argument(
+        "--steps", type=int, default=5, metavar="N", help="optimizer steps to run (default: 5)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="S",
+        help="seed for random, numpy, torch and the XLA RNG (default: 0)",
+    )
+    parser.add_argument(
+        "--rtol",
+        type=float,
+        default=None,
+        metavar="R",
+        help="relative tolerance (default: 1e-5; 2e-2 with --keep-autocast)",
+    )
+    parser.add_argument(
+        "--atol", type=float, default=None, metavar="A", help="absolute tolerance (default: 1e-6)"
+    )
+    parser.add_argument(
+        "--migrated",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="compare against this migrated script instead of migrating a temporary copy",
+    )
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="project root to copy and migrate (default: the script's directory)",
+    )
+    parser.add_argument(
+        "--cwd",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="working directory of the runs (default: the current directory)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        metavar="SEC",
+        help="time limit for each run (default: 300)",
+    )
+    parser.add_argument(
+        "--json",
+        default=None,
+        metavar="OUT",
+        help="also write the full result as JSON to OUT ('-': JSON on stdout instead of text)",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail the verdict on a recompilation after warm-up or a mid-step host transfer",
+    )
+    parser.add_argument(
+        "--keep-dropout",
+        action="store_true",
+        help="leave dropout on (CPU and XLA random streams differ: losses will not match)",
+    )
+    parser.add_argument(
+        "--keep-autocast",
+        action="store_true",
+        help="leave autocast on and compare with a bf16 tolerance",
+    )
+    parser.add_argument(
+        "--original-cpu-path",
+        action="store_true",
+        help="run the original untouched (no CUDA-to-CPU mapping): its CPU code path",
+    )
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        metavar="PATH",
+        help="interpreter for both runs (default: the one running tpu-migrate)",
+    )
+    parser.add_argument(
+        "--keep-temp",
+        action="store_true",
+        help="keep the temporary copy, traces and outputs of the runs",
+    )
 
 
 class _OptionsParser(argparse.ArgumentParser):
@@ -89,7 +150,7 @@ def parse(args: argparse.Namespace) -> Options:
     script, rest = argv[0], argv[1:]
     if "--" in rest:
         cut = rest.index("--")
-        options_after_script, script_args = rest[:cut], rest[cut + 1:]
+        options_after_script, script_args = rest[:cut], rest[cut + 1 :]
     else:
         options_after_script, script_args = rest, []
     if options_after_script:
@@ -139,7 +200,10 @@ def run_command(args: argparse.Namespace) -> int:
             try:
                 Path(options.json_out).write_text(render.json_text(report), encoding="utf-8")
             except OSError as exc:
-                print(f"tpu-migrate verify: cannot write {options.json_out}: {exc.strerror}", file=sys.stderr)
+                print(
+                    f"tpu-migrate verify: cannot write {options.json_out}: {exc.strerror}",
+                    file=sys.stderr,
+                )
                 return EXIT_FAILED
     sys.stdout.flush()
     return EXIT_CODES[report.verdict.verdict]

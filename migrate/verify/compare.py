@@ -21,7 +21,9 @@ class Tolerance:
     atol: float
 
     @classmethod
-    def default(cls, keep_autocast: bool, rtol: float | None = None, atol: float | None = None) -> "Tolerance":
+    def default(
+        cls, keep_autocast: bool, rtol: float | None = None, atol: float | None = None
+    ) -> "Tolerance":
         return cls(
             rtol if rtol is not None else (AUTOCAST_RTOL if keep_autocast else FP32_RTOL),
             atol if atol is not None else FP32_ATOL,
@@ -56,14 +58,18 @@ def relative_difference(a: float | None, b: float | None) -> float | None:
     return abs(a - b) / scale if math.isfinite(scale) else math.inf
 
 
-def compare_losses(original: list[dict], migrated: list[dict], tolerance: Tolerance) -> list[StepRow]:
+def compare_losses(
+    original: list[dict], migrated: list[dict], tolerance: Tolerance
+) -> list[StepRow]:
     """One row per step either run recorded; a step only one run reached does not match."""
     rows = []
     for index in range(max(len(original), len(migrated))):
         a = original[index]["loss"] if index < len(original) else None
         b = migrated[index]["loss"] if index < len(migrated) else None
-        reached_by = "both" if index < min(len(original), len(migrated)) else (
-            "original" if index < len(original) else "migrated"
+        reached_by = (
+            "both"
+            if index < min(len(original), len(migrated))
+            else ("original" if index < len(original) else "migrated")
         )
         ok = reached_by == "both" and tolerance.close(a, b)
         rows.append(StepRow(index + 1, a, b, relative_difference(a, b), ok, reached_by))
@@ -104,7 +110,7 @@ def summarize_hygiene(recorded: dict) -> Hygiene:
         per_step.append({"step": index + 1, **{k: snapshot[k] - previous[k] for k in _KEYS}})
         previous = snapshot
     last = snapshots[-1] if snapshots else _ZERO
-    steady = per_step[WARMUP_STEPS + 1:]
+    steady = per_step[WARMUP_STEPS + 1 :]
     if steady:
         base = snapshots[WARMUP_STEPS]
         after_warmup = last["compilations"] - base["compilations"]
@@ -117,7 +123,9 @@ def summarize_hygiene(recorded: dict) -> Hygiene:
         executions_per_step=(last["executions"] - base["executions"]) / count,
         host_transfers_per_step=(last["host_transfers"] - base["host_transfers"]) / count,
         fallback_ops=list(recorded.get("fallback_ops") or []),
-        mid_step_transfers=sum(1 for s in steady if s["executions"] > 1 and s["host_transfers"] > 0),
+        mid_step_transfers=sum(
+            1 for s in steady if s["executions"] > 1 and s["host_transfers"] > 0
+        ),
         steady_steps=len(steady),
         per_step=per_step,
     )
@@ -152,7 +160,9 @@ def decide(rows: list[StepRow], params: dict, tolerance: Tolerance, strict: list
     bad = next((row for row in rows if not row.ok), None)
     if bad is not None:
         if bad.reached_by != "both":
-            return Verdict(DIFFERENT, f"only the {bad.reached_by} run reached step {bad.step}", bad.step)
+            return Verdict(
+                DIFFERENT, f"only the {bad.reached_by} run reached step {bad.step}", bad.step
+            )
         return Verdict(
             DIFFERENT,
             f"the losses diverge at step {bad.step}: original {_num(bad.original)}, "

@@ -12,18 +12,34 @@ if TYPE_CHECKING:
 
 # Known failure signatures -> what the idioms doc says about them.
 FAILURE_HINTS = (
-    ("device_ready_queues_", "pitfall P19: a backward ran on the CPU before the XLA device existed; call "
-                             "torch_xla.device() at start-up, before any backward (this fails on a TPU too)"),
-    ("Runtime is already initialized", "pitfall P15: the XLA device was used before torch_xla.launch / "
-                                       "xmp.spawn; acquire it inside the launched function"),
+    (
+        "device_ready_queues_",
+        "pitfall P19: a backward ran on the CPU before the XLA device existed; call "
+        "torch_xla.device() at start-up, before any backward (this fails on a TPU too)",
+    ),
+    (
+        "Runtime is already initialized",
+        "pitfall P15: the XLA device was used before torch_xla.launch / "
+        "xmp.spawn; acquire it inside the launched function",
+    ),
 )
-CUDA_FAILURES = ("No CUDA GPUs are available", "Found no NVIDIA driver", "Torch not compiled with CUDA enabled")
+CUDA_FAILURES = (
+    "No CUDA GPUs are available",
+    "Found no NVIDIA driver",
+    "Torch not compiled with CUDA enabled",
+)
 
 
 def failure_hints(run: SideRun, options: Options) -> list[str]:
     hints = [hint for marker, hint in FAILURE_HINTS if marker in run.stderr]
-    if run.spec.side == ORIGINAL and options.original_cpu_path and any(m in run.stderr for m in CUDA_FAILURES):
-        hints.append("the original needs CUDA: without --original-cpu-path its CUDA calls are mapped to the CPU")
+    if (
+        run.spec.side == ORIGINAL
+        and options.original_cpu_path
+        and any(m in run.stderr for m in CUDA_FAILURES)
+    ):
+        hints.append(
+            "the original needs CUDA: without --original-cpu-path its CUDA calls are mapped to the CPU"
+        )
     return hints
 
 
@@ -32,28 +48,46 @@ def run_notes(options: Options, original: SideRun, migrated: SideRun) -> list[st
     notes = []
     dropout = counts[ORIGINAL]["dropout"], counts[MIGRATED]["dropout"]
     if options.keep_dropout:
-        notes.append("dropout kept (--keep-dropout): CPU and XLA draw different random masks, "
-                     "so the losses are not expected to match")
+        notes.append(
+            "dropout kept (--keep-dropout): CPU and XLA draw different random masks, "
+            "so the losses are not expected to match"
+        )
     else:
-        notes.append(f"dropout disabled on both sides (device RNG streams differ): "
-                     f"{dropout[0]} dropout call(s) in the original run, {dropout[1]} in the migrated run")
+        notes.append(
+            f"dropout disabled on both sides (device RNG streams differ): "
+            f"{dropout[0]} dropout call(s) in the original run, {dropout[1]} in the migrated run"
+        )
     autocast = counts[ORIGINAL]["autocast"], counts[MIGRATED]["autocast"]
     if options.keep_autocast:
-        notes.append(f"autocast kept (--keep-autocast): compared with rtol {options.tolerance.rtol:g}")
+        notes.append(
+            f"autocast kept (--keep-autocast): compared with rtol {options.tolerance.rtol:g}"
+        )
     else:
-        notes.append(f"autocast disabled on both sides for an fp32 comparison: {autocast[0]} region(s) "
-                     f"in the original run, {autocast[1]} in the migrated run")
+        notes.append(
+            f"autocast disabled on both sides for an fp32 comparison: {autocast[0]} region(s) "
+            f"in the original run, {autocast[1]} in the migrated run"
+        )
     if options.original_cpu_path:
         notes.append("original run untouched on the CPU (--original-cpu-path): no CUDA mapping")
     else:
-        mapped = {k.removeprefix("cuda:"): n for k, n in counts[ORIGINAL].items() if k.startswith("cuda:")}
+        mapped = {
+            k.removeprefix("cuda:"): n for k, n in counts[ORIGINAL].items() if k.startswith("cuda:")
+        }
         if mapped:
-            used = ", ".join(f"{name} x{n}" for name, n in sorted(mapped.items(), key=lambda kv: -kv[1]))
-            notes.append(f"CUDA mapped to the CPU in the original run (its accelerator code path): {used}")
+            used = ", ".join(
+                f"{name} x{n}" for name, n in sorted(mapped.items(), key=lambda kv: -kv[1])
+            )
+            notes.append(
+                f"CUDA mapped to the CPU in the original run (its accelerator code path): {used}"
+            )
         else:
-            notes.append("CUDA mapping was ready in the original run, but the script never used CUDA")
-    notes.append(f"seeded random, numpy and torch with {options.seed} before each run "
-                 f"(and the XLA RNG at the migrated run's first torch_xla.device())")
+            notes.append(
+                "CUDA mapping was ready in the original run, but the script never used CUDA"
+            )
+    notes.append(
+        f"seeded random, numpy and torch with {options.seed} before each run "
+        f"(and the XLA RNG at the migrated run's first torch_xla.device())"
+    )
     for run in (original, migrated):
         notes.extend(_process_notes(run, options.steps))
     return notes
@@ -72,12 +106,16 @@ def _process_notes(run: SideRun, requested: int) -> list[str]:
         return []
     notes = []
     if not trace.get("is_root"):
-        notes.append(f"the {run.spec.side} run trained in a child process (pid {trace['pid']}, "
-                     f"rank {trace.get('rank')} from {trace.get('rank_source')}); "
-                     f"{len(run.traces)} process trace(s) recorded, rank 0 compared")
+        notes.append(
+            f"the {run.spec.side} run trained in a child process (pid {trace['pid']}, "
+            f"rank {trace.get('rank')} from {trace.get('rank_source')}); "
+            f"{len(run.traces)} process trace(s) recorded, rank 0 compared"
+        )
     if trace.get("status") == protocol.FINISHED and len(trace["steps"]) < requested:
-        notes.append(f"the {run.spec.side} script ended after {len(trace['steps'])} optimizer step(s), "
-                     f"fewer than the {requested} requested")
+        notes.append(
+            f"the {run.spec.side} script ended after {len(trace['steps'])} optimizer step(s), "
+            f"fewer than the {requested} requested"
+        )
     devices = trace.get("param_devices") or []
     if run.spec.side == MIGRATED and devices and "xla" not in devices:
         notes.append(
@@ -86,5 +124,7 @@ def _process_notes(run: SideRun, requested: int) -> list[str]:
             "move keeps the stale CPU copies (build it after moving the model)"
         )
     if any(step["loss"] is None for step in trace["steps"]):
-        notes.append(f"the {run.spec.side} run had optimizer steps without a backward() before them")
+        notes.append(
+            f"the {run.spec.side} run had optimizer steps without a backward() before them"
+        )
     return notes

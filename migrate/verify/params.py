@@ -21,10 +21,20 @@ def compare_params(original: Path, migrated: Path, rtol: float, atol: float, pyt
     return compare_in_subprocess(original, migrated, rtol, atol, python)
 
 
-def compare_in_subprocess(original: Path, migrated: Path, rtol: float, atol: float, python: str) -> dict:
+def compare_in_subprocess(
+    original: Path, migrated: Path, rtol: float, atol: float, python: str
+) -> dict:
     """Same comparison with the interpreter that ran the script (this one may not have torch)."""
     proc = subprocess.run(
-        [python, "-m", "_tpu_migrate_verify.params_diff", str(original), str(migrated), repr(rtol), repr(atol)],
+        [
+            python,
+            "-m",
+            "_tpu_migrate_verify.params_diff",
+            str(original),
+            str(migrated),
+            repr(rtol),
+            repr(atol),
+        ],
         capture_output=True,
         text=True,
         env={**_without_verify_config(os.environ), "PYTHONPATH": str(BOOTSTRAP_DIR)},

@@ -14,7 +14,9 @@ from ..engine import Selection, migrate_files
 class MigratedCopy:
     root: Path  # the copy of the project root
     script: Path  # the migrated script inside it
-    changed: dict[str, dict[str, int]] = field(default_factory=dict)  # relative path -> rule -> edits
+    changed: dict[str, dict[str, int]] = field(
+        default_factory=dict
+    )  # relative path -> rule -> edits
     errors: list[str] = field(default_factory=list)  # "path: message" for files left unmigrated
     findings: int = 0  # TPU2xx findings a human still has to look at
 
@@ -29,7 +31,9 @@ class MigratedCopy:
         else:
             notes.append(f"the migration changed no file of {original_root}")
         if self.findings:
-            notes.append(f"the migration left {self.findings} finding(s) for a human (`tpu-migrate check`)")
+            notes.append(
+                f"the migration left {self.findings} finding(s) for a human (`tpu-migrate check`)"
+            )
         notes.extend(f"not migrated: {error}" for error in self.errors)
         return notes
 

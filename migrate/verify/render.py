@@ -40,20 +40,30 @@ def text(report: Report) -> str:
 
 def _title(report: Report) -> str:
     options = report.options
-    return (f"tpu-migrate verify {options.script.name}: {options.steps} optimizer step(s), seed {options.seed}, "
-            f"rtol {report.tolerance.rtol:g}, atol {report.tolerance.atol:g}")
+    return (
+        f"tpu-migrate verify {options.script.name}: {options.steps} optimizer step(s), seed {options.seed}, "
+        f"rtol {report.tolerance.rtol:g}, atol {report.tolerance.atol:g}"
+    )
 
 
 def _runs(report: Report) -> list[str]:
     lines = []
-    for label, run, where in (("original", report.original, "CPU"), ("migrated", report.migrated, "XLA:CPU")):
+    for label, run, where in (
+        ("original", report.original, "CPU"),
+        ("migrated", report.migrated, "XLA:CPU"),
+    ):
         if run is None:
             continue
         spec = run.spec
-        status = ("timed out" if run.timed_out else "stopped early" if run.cancelled
-                  else f"exit {run.returncode}")
-        lines.append(f"  {label + ':':<10}{shlex.join([str(spec.script), *spec.args])}  "
-                     f"[{where}, {status}, {run.seconds:.1f} s]")
+        status = (
+            "timed out"
+            if run.timed_out
+            else "stopped early" if run.cancelled else f"exit {run.returncode}"
+        )
+        lines.append(
+            f"  {label + ':':<10}{shlex.join([str(spec.script), *spec.args])}  "
+            f"[{where}, {status}, {run.seconds:.1f} s]"
+        )
     return lines
 
 
@@ -61,16 +71,24 @@ def _table(report: Report) -> list[str]:
     header = f"{'step':>5}  {'original loss':>15}  {'migrated loss':>15}  {'rel diff':>9}"
     lines = [header, "-" * len(header)]
     for row in report.rows:
-        mark = "" if row.ok else "  <- differs" if row.reached_by == "both" else f"  <- {row.reached_by} only"
-        lines.append(f"{row.step:>5}  {_loss(row.original):>15}  {_loss(row.migrated):>15}  "
-                     f"{_sci(row.rel_diff):>9}{mark}")
+        mark = (
+            ""
+            if row.ok
+            else "  <- differs" if row.reached_by == "both" else f"  <- {row.reached_by} only"
+        )
+        lines.append(
+            f"{row.step:>5}  {_loss(row.original):>15}  {_loss(row.migrated):>15}  "
+            f"{_sci(row.rel_diff):>9}{mark}"
+        )
     return lines
 
 
 def _params_line(report: Report) -> str:
     params = report.params
-    line = (f"parameters: {params['count']} tensors, max rel diff {_sci(params['max_rel_diff'])} "
-            f"(per tensor ||a-b|| / ||a||), max abs diff {_sci(params['max_abs_diff'])} (element-wise)")
+    line = (
+        f"parameters: {params['count']} tensors, max rel diff {_sci(params['max_rel_diff'])} "
+        f"(per tensor ||a-b|| / ||a||), max abs diff {_sci(params['max_abs_diff'])} (element-wise)"
+    )
     if params.get("mismatched"):
         line += f"; {len(params['mismatched'])} beyond tolerance, worst {params['worst']}"
     if params.get("missing"):
@@ -82,9 +100,13 @@ def _params_line(report: Report) -> str:
 
 def _hygiene(report: Report) -> list[str]:
     h = report.hygiene
-    ops = ", ".join(
-        f"{op} (.item()/float()/bool() reads)" if op == LOCAL_SCALAR else op for op in h.fallback_ops
-    ) or "none"
+    ops = (
+        ", ".join(
+            f"{op} (.item()/float()/bool() reads)" if op == LOCAL_SCALAR else op
+            for op in h.fallback_ops
+        )
+        or "none"
+    )
     steady = f"over {h.steady_steps} steady-state steps" if h.steady_steps else "whole-run average"
     return [
         "TPU hygiene of the migrated run (torch_xla.debug.metrics):",
@@ -111,29 +133,45 @@ def _sci(value: float | None) -> str:
 def to_json(report: Report) -> dict:
     verdict = report.verdict
     failure = report.failure
-    return _finite({
-        "verdict": verdict.verdict,
-        "reason": verdict.reason,
-        "first_diverging_step": verdict.first_diverging_step,
-        "steps": [
-            {"step": r.step, "original_loss": r.original, "migrated_loss": r.migrated,
-             "rel_diff": r.rel_diff, "within_tolerance": r.ok}
-            for r in report.rows
-        ],
-        "params": report.params,
-        "hygiene": report.hygiene.to_json() if report.hygiene is not None else None,
-        "notes": list(report.notes),
-        "strict": report.options.strict,
-        "strict_failures": list(verdict.strict_failures),
-        "tolerance": {"rtol": report.tolerance.rtol, "atol": report.tolerance.atol},
-        "requested_steps": report.options.steps,
-        "seed": report.options.seed,
-        "script": str(report.options.script),
-        "migrated_script": str(report.migrated_script) if report.migrated_script else None,
-        "runs": {run.spec.side: _run_json(run) for run in (report.original, report.migrated) if run},
-        "failure": None if failure is None else
-        {"side": failure.side, "message": failure.message, "stderr_tail": failure.stderr_tail},
-    })
+    return _finite(
+        {
+            "verdict": verdict.verdict,
+            "reason": verdict.reason,
+            "first_diverging_step": verdict.first_diverging_step,
+            "steps": [
+                {
+                    "step": r.step,
+                    "original_loss": r.original,
+                    "migrated_loss": r.migrated,
+                    "rel_diff": r.rel_diff,
+                    "within_tolerance": r.ok,
+                }
+                for r in report.rows
+            ],
+            "params": report.params,
+            "hygiene": report.hygiene.to_json() if report.hygiene is not None else None,
+            "notes": list(report.notes),
+            "strict": report.options.strict,
+            "strict_failures": list(verdict.strict_failures),
+            "tolerance": {"rtol": report.tolerance.rtol, "atol": report.tolerance.atol},
+            "requested_steps": report.options.steps,
+            "seed": report.options.seed,
+            "script": str(report.options.script),
+            "migrated_script": str(report.migrated_script) if report.migrated_script else None,
+            "runs": {
+                run.spec.side: _run_json(run) for run in (report.original, report.migrated) if run
+            },
+            "failure": (
+                None
+                if failure is None
+                else {
+                    "side": failure.side,
+                    "message": failure.message,
+                    "stderr_tail": failure.stderr_tail,
+                }
+            ),
+        }
+    )
 
 
 def _run_json(run) -> dict:

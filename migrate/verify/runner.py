@@ -39,7 +39,9 @@ class SideSpec:
     cwd: Path
     python: str
     config: object  # protocol.Config
-    pythonpath: list[str] = field(default_factory=list)  # the user's PYTHONPATH entries, for this side
+    pythonpath: list[str] = field(
+        default_factory=list
+    )  # the user's PYTHONPATH entries, for this side
 
 
 @dataclass
@@ -81,11 +83,18 @@ def side_env(spec: SideSpec, base: dict[str, str] | None = None) -> dict[str, st
     env = dict(os.environ if base is None else base)
     env[protocol.CONFIG_ENV] = spec.config.to_env()
     env["PYTHONPATH"] = os.pathsep.join([str(BOOTSTRAP_DIR), *spec.pythonpath])
-    env["CUDA_VISIBLE_DEVICES"] = ""  # the original never uses a real GPU, even on a machine with one
+    env["CUDA_VISIBLE_DEVICES"] = (
+        ""  # the original never uses a real GPU, even on a machine with one
+    )
     if spec.side == ORIGINAL:
         # Distributed scripts are verified with world size 1.
-        env.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(free_port()))
+        env.update(
+            RANK="0",
+            WORLD_SIZE="1",
+            LOCAL_RANK="0",
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(free_port()),
+        )
     else:
         env.update(PJRT_DEVICE="CPU", CPU_NUM_DEVICES="1")
     return env
@@ -111,8 +120,12 @@ class RunningSide:
         self.cancelled = False
         trace_dir = Path(spec.config.trace_dir)
         trace_dir.mkdir(parents=True, exist_ok=True)
-        self._stdout = open(trace_dir / f"{spec.side}.stdout", "w+", encoding="utf-8", errors="replace")
-        self._stderr = open(trace_dir / f"{spec.side}.stderr", "w+", encoding="utf-8", errors="replace")
+        self._stdout = open(
+            trace_dir / f"{spec.side}.stdout", "w+", encoding="utf-8", errors="replace"
+        )
+        self._stderr = open(
+            trace_dir / f"{spec.side}.stderr", "w+", encoding="utf-8", errors="replace"
+        )
         self.started = time.monotonic()
         self.process = subprocess.Popen(
             command(spec),
@@ -150,8 +163,12 @@ class RunningSide:
 
     def collect(self) -> SideRun:
         self._kill_group()  # processes the script left behind (e.g. stuck workers)
-        run = SideRun(self.spec, returncode=self.process.returncode, timed_out=self.timed_out,
-                      cancelled=self.cancelled)
+        run = SideRun(
+            self.spec,
+            returncode=self.process.returncode,
+            timed_out=self.timed_out,
+            cancelled=self.cancelled,
+        )
         run.seconds = self.seconds
         run.stdout, run.stderr = self._read(self._stdout), self._read(self._stderr)
         run.traces = read_traces(self.spec.config.trace_dir, self.spec.side)
@@ -180,7 +197,9 @@ def read_traces(trace_dir: str, side: str) -> list[dict]:
             with open(path, encoding="utf-8") as handle:
                 traces.append(json.load(handle))
         except (OSError, ValueError) as exc:
-            traces.append({"status": "error", "error": f"unreadable trace {path}: {exc}", "steps": []})
+            traces.append(
+                {"status": "error", "error": f"unreadable trace {path}: {exc}", "steps": []}
+            )
     return traces
 
 

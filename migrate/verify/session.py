@@ -102,11 +102,15 @@ def check_options(options: Options) -> Options:
         raise UsageError("--steps must be at least 1")
     if options.timeout <= 0:
         raise UsageError("--timeout must be positive")
-    if (options.rtol is not None and options.rtol < 0) or (options.atol is not None and options.atol < 0):
+    if (options.rtol is not None and options.rtol < 0) or (
+        options.atol is not None and options.atol < 0
+    ):
         raise UsageError("--rtol and --atol must not be negative")
     if shutil.which(options.python) is None and not Path(options.python).is_file():
         raise UsageError(f"--python {options.python}: not found")
-    return Options(**{**options.__dict__, "script": script, "root": root, "migrated": migrated, "cwd": cwd})
+    return Options(
+        **{**options.__dict__, "script": script, "root": root, "migrated": migrated, "cwd": cwd}
+    )
 
 
 def verify(options: Options) -> Report:
@@ -144,13 +148,18 @@ def _run(options: Options, report: Report, temp: Path) -> None:
     if migrated_trace.get("hygiene"):
         report.hygiene = summarize_hygiene(migrated_trace["hygiene"])
         if not report.hygiene.steady_steps:
-            report.notes.append(f"hygiene: {len(report.rows)} step(s) are too few to tell warm-up from steady "
-                                f"state (use --steps {WARMUP_STEPS + 2} or more); per-step numbers are "
-                                "whole-run averages")
+            report.notes.append(
+                f"hygiene: {len(report.rows)} step(s) are too few to tell warm-up from steady "
+                f"state (use --steps {WARMUP_STEPS + 2} or more); per-step numbers are "
+                "whole-run averages"
+            )
     try:
         report.params = compare_params(
-            report.original.params_path(), report.migrated.params_path(),
-            report.tolerance.rtol, report.tolerance.atol, options.python,
+            report.original.params_path(),
+            report.migrated.params_path(),
+            report.tolerance.rtol,
+            report.tolerance.atol,
+            options.python,
         )
     except (OSError, RuntimeError) as exc:
         report.failure = Failure("verify", f"could not compare the parameters: {exc}")
@@ -169,7 +178,11 @@ def _migrated_side(options: Options, report: Report, temp: Path) -> tuple[Path, 
     report.notes.extend(copy.notes(options.root))
 
     def into_copy(path: Path) -> Path:
-        return copy.root / path.relative_to(options.root) if path.is_relative_to(options.root) else path
+        return (
+            copy.root / path.relative_to(options.root)
+            if path.is_relative_to(options.root)
+            else path
+        )
 
     pythonpath = [
         str(into_copy(Path(p).resolve()))
@@ -179,7 +192,9 @@ def _migrated_side(options: Options, report: Report, temp: Path) -> tuple[Path, 
     return copy.script, into_copy(options.cwd), pythonpath
 
 
-def _spec(options: Options, side: str, script: Path, cwd: Path, pythonpath: list[str], temp: Path) -> SideSpec:
+def _spec(
+    options: Options, side: str, script: Path, cwd: Path, pythonpath: list[str], temp: Path
+) -> SideSpec:
     config = protocol.Config(
         side=side,
         trace_dir=str(temp / f"trace-{side}"),
@@ -189,4 +204,6 @@ def _spec(options: Options, side: str, script: Path, cwd: Path, pythonpath: list
         keep_autocast=options.keep_autocast,
         map_cuda=not options.original_cpu_path,
     )
-    return SideSpec(side, script, list(options.script_args), cwd, options.python, config, pythonpath)
+    return SideSpec(
+        side, script, list(options.script_args), cwd, options.python, config, pythonpath
+    )

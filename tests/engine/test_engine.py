@@ -104,7 +104,10 @@ class _Breaking(TpuCodemod):
 
 @pytest.mark.parametrize(
     "rule, expected",
-    [(_Exploding, "internal error in rule TPU199: ValueError: boom"), (_Breaking, "TPU198: output would not compile")],
+    [
+        (_Exploding, "internal error in rule TPU199: ValueError: boom"),
+        (_Breaking, "TPU198: output would not compile"),
+    ],
 )
 def test_failing_rule_leaves_file_alone_and_is_named(project, monkeypatch, rule, expected):
     monkeypatch.setattr(codemods, "PIPELINE", (rule,))
@@ -174,5 +177,8 @@ def test_continuation_lines_aligned_under_a_moved_bracket_follow_it(project):
     )
     root = project({"t.py": source})
     new = migrate_file(root / "t.py", ALL).new_text
-    assert "    xm.save({'model': model.state_dict(),\n             'opt': opt.state_dict()}, path)\n" in new
+    assert (
+        "    xm.save({'model': model.state_dict(),\n             'opt': opt.state_dict()}, path)\n"
+        in new
+    )
     assert "    xm.save(model.state_dict(),\n        path)  # hanging" in new

@@ -12,8 +12,7 @@ import pytest
 
 from migrate.verify.runner import BOOTSTRAP_DIR, ORIGINAL, SideSpec, command, protocol, side_env
 
-CUDA_CHECKS = textwrap.dedent(
-    """
+CUDA_CHECKS = textwrap.dedent("""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -42,20 +41,27 @@ CUDA_CHECKS = textwrap.dedent(
     with torch.autocast("cuda", dtype=torch.float16):
         checks["autocast off"] = (model(torch.ones(1, 3, device=device)).dtype == torch.float32)
     print(json.dumps(checks))
-    """
-)
+    """)
 
 
-def _run_original(tmp_path: Path, code: str, map_cuda: bool = True,
-                  keep_autocast: bool = False) -> subprocess.CompletedProcess:
+def _run_original(
+    tmp_path: Path, code: str, map_cuda: bool = True, keep_autocast: bool = False
+) -> subprocess.CompletedProcess:
     script = tmp_path / "checks.py"
     script.write_text("import json\n" + code)
-    config = protocol.Config(side=ORIGINAL, trace_dir=str(tmp_path / "traces"), steps=5, seed=0,
-                             map_cuda=map_cuda, keep_autocast=keep_autocast)
+    config = protocol.Config(
+        side=ORIGINAL,
+        trace_dir=str(tmp_path / "traces"),
+        steps=5,
+        seed=0,
+        map_cuda=map_cuda,
+        keep_autocast=keep_autocast,
+    )
     spec = SideSpec(ORIGINAL, script, [], tmp_path, sys.executable, config)
     (tmp_path / "traces").mkdir()
-    return subprocess.run(command(spec), cwd=tmp_path, env=side_env(spec), capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        command(spec), cwd=tmp_path, env=side_env(spec), capture_output=True, text=True, timeout=300
+    )
 
 
 def test_original_side_runs_the_cuda_path_on_the_cpu(tmp_path):
@@ -71,7 +77,9 @@ def test_original_side_runs_the_cuda_path_on_the_cpu(tmp_path):
 
 def test_original_cpu_path_has_no_cuda(tmp_path):
     pytest.importorskip("torch")
-    proc = _run_original(tmp_path, "import torch\nprint(json.dumps(torch.cuda.is_available()))", map_cuda=False)
+    proc = _run_original(
+        tmp_path, "import torch\nprint(json.dumps(torch.cuda.is_available()))", map_cuda=False
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "false"
 
@@ -79,14 +87,22 @@ def test_original_cpu_path_has_no_cuda(tmp_path):
 def test_bootstrap_is_inert_without_its_variable_and_chains_a_shadowed_sitecustomize(tmp_path):
     other = tmp_path / "other"
     other.mkdir()
-    (other / "sitecustomize.py").write_text("import builtins\nbuiltins.OTHER_SITECUSTOMIZE_RAN = True\n")
-    code = ("import builtins, sys; print(getattr(builtins, 'OTHER_SITECUSTOMIZE_RAN', False), "
-            "'_tpu_migrate_verify.startup' in sys.modules, 'torch' in sys.modules)")
+    (other / "sitecustomize.py").write_text(
+        "import builtins\nbuiltins.OTHER_SITECUSTOMIZE_RAN = True\n"
+    )
+    code = (
+        "import builtins, sys; print(getattr(builtins, 'OTHER_SITECUSTOMIZE_RAN', False), "
+        "'_tpu_migrate_verify.startup' in sys.modules, 'torch' in sys.modules)"
+    )
     base = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{BOOTSTRAP_DIR}:{other}"}
     inert = subprocess.run([sys.executable, "-c", code], env=base, capture_output=True, text=True)
     config = protocol.Config(side=ORIGINAL, trace_dir=str(tmp_path), steps=1, seed=0)
-    active = subprocess.run([sys.executable, "-c", code], env={**base, protocol.CONFIG_ENV: config.to_env()},
-                            capture_output=True, text=True)
+    active = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**base, protocol.CONFIG_ENV: config.to_env()},
+        capture_output=True,
+        text=True,
+    )
     assert inert.stdout.split() == ["True", "False", "False"], inert.stderr
     # Active, but torch is only instrumented once the script imports it.
     assert active.stdout.split() == ["True", "True", "False"], active.stderr
@@ -94,8 +110,7 @@ def test_bootstrap_is_inert_without_its_variable_and_chains_a_shadowed_sitecusto
 
 def test_a_script_that_ends_early_reports_its_steps_and_exit_status(tmp_path):
     pytest.importorskip("torch")
-    code = textwrap.dedent(
-        """
+    code = textwrap.dedent("""
         import sys, torch
         w = torch.nn.Parameter(torch.ones(2))
         opt = torch.optim.SGD([w], lr=0.5)
@@ -104,8 +119,7 @@ def test_a_script_that_ends_early_reports_its_steps_and_exit_status(tmp_path):
             (w * w).sum().backward()
             opt.step()
         sys.exit(4)
-        """
-    )
+        """)
     proc = _run_original(tmp_path, code)
     assert proc.returncode == 4
     trace = json.loads(next((tmp_path / "traces").glob("trace-original-*.json")).read_text())
@@ -114,8 +128,7 @@ def test_a_script_that_ends_early_reports_its_steps_and_exit_status(tmp_path):
 
 def test_grad_scaler_losses_are_recorded_unscaled_and_kept_autocast_runs_bf16_on_the_cpu(tmp_path):
     pytest.importorskip("torch")
-    code = textwrap.dedent(
-        """
+    code = textwrap.dedent("""
         import torch
         w = torch.nn.Parameter(torch.ones(2, device="cuda"))
         opt = torch.optim.SGD([w], lr=0.25)
@@ -128,8 +141,7 @@ def test_grad_scaler_losses_are_recorded_unscaled_and_kept_autocast_runs_bf16_on
             scaler.step(opt)
             scaler.update()
         print(json.dumps(str(dtype)))
-        """
-    )
+        """)
     proc = _run_original(tmp_path, code, keep_autocast=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == '"torch.bfloat16"'

@@ -22,7 +22,9 @@ def parse(*argv: str) -> Options:
 
 
 def test_options_before_and_after_the_script_and_script_arguments_after_double_dash():
-    options = parse("--steps", "3", "train.py", "--seed", "7", "--strict", "--", "--epochs", "1", "--steps", "9")
+    options = parse(
+        "--steps", "3", "train.py", "--seed", "7", "--strict", "--", "--epochs", "1", "--steps", "9"
+    )
     assert options.script == Path("train.py")
     assert (options.steps, options.seed, options.strict) == (3, 7, True)
     assert options.script_args == ["--epochs", "1", "--steps", "9"]
@@ -52,8 +54,18 @@ def test_script_options_without_double_dash_are_a_usage_error():
         [script("mlp_cuda.py"), "--cwd", "/nonexistent-dir"],
         [script("mlp_cuda.py"), "--python", "/nonexistent/python"],
     ],
-    ids=["no-script", "missing-script", "missing-migrated", "zero-steps", "bad-steps", "bad-timeout",
-         "negative-rtol", "missing-root", "missing-cwd", "missing-python"],
+    ids=[
+        "no-script",
+        "missing-script",
+        "missing-migrated",
+        "zero-steps",
+        "bad-steps",
+        "bad-timeout",
+        "negative-rtol",
+        "missing-root",
+        "missing-cwd",
+        "missing-python",
+    ],
 )
 def test_usage_errors_exit_3(argv, verify_cli):
     outcome = verify_cli(*argv)

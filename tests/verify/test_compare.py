@@ -18,8 +18,15 @@ from migrate.verify.compare import (
 )
 
 FP32 = Tolerance.default(keep_autocast=False)
-PARAMS_OK = {"count": 2, "max_abs_diff": 0.0, "max_rel_diff": 0.0, "worst": None,
-             "mismatched": [], "missing": [], "shape_mismatch": []}
+PARAMS_OK = {
+    "count": 2,
+    "max_abs_diff": 0.0,
+    "max_rel_diff": 0.0,
+    "worst": None,
+    "mismatched": [],
+    "missing": [],
+    "shape_mismatch": [],
+}
 
 
 def steps(*losses):
@@ -53,7 +60,10 @@ def test_loss_tolerance(a, b, close):
 def test_rows_mark_steps_only_one_run_reached():
     rows = compare_losses(steps(1.0, 0.9, 0.8), steps(1.0, 0.9), FP32)
     assert [(r.step, r.ok, r.reached_by) for r in rows] == [
-        (1, True, "both"), (2, True, "both"), (3, False, "original")]
+        (1, True, "both"),
+        (2, True, "both"),
+        (3, False, "original"),
+    ]
     verdict = decide(rows, PARAMS_OK, FP32, [])
     assert verdict.verdict == DIFFERENT and verdict.first_diverging_step == 3
     assert verdict.reason == "only the original run reached step 3"
@@ -68,8 +78,12 @@ def test_first_diverging_step_is_named():
 
 def test_parameters_decide_when_the_losses_agree():
     rows = compare_losses(steps(1.0, 0.9), steps(1.0, 0.9), FP32)
-    params = {**PARAMS_OK, "mismatched": ["optimizer0.group0.param1"], "worst": "optimizer0.group0.param1",
-              "max_abs_diff": 0.5}
+    params = {
+        **PARAMS_OK,
+        "mismatched": ["optimizer0.group0.param1"],
+        "worst": "optimizer0.group0.param1",
+        "max_abs_diff": 0.5,
+    }
     verdict = decide(rows, params, FP32, [])
     assert verdict.verdict == DIFFERENT and verdict.first_diverging_step == 2
     assert "final parameters differ after step 2" in verdict.reason
@@ -78,8 +92,10 @@ def test_parameters_decide_when_the_losses_agree():
 
 
 def _snapshots(compiles, executions, transfers):
-    return [{"compilations": c, "executions": e, "host_transfers": t, "scalar_reads": t}
-            for c, e, t in zip(compiles, executions, transfers)]
+    return [
+        {"compilations": c, "executions": e, "host_transfers": t, "scalar_reads": t}
+        for c, e, t in zip(compiles, executions, transfers)
+    ]
 
 
 def test_hygiene_of_the_naive_loop_from_the_idioms_doc():
@@ -99,7 +115,10 @@ def test_hygiene_of_the_naive_loop_from_the_idioms_doc():
 
 
 def test_hygiene_of_the_idiomatic_loop():
-    recorded = {"per_step": _snapshots([0, 1, 2, 2, 2, 2], [0, 1, 2, 3, 4, 5], [0] * 6), "fallback_ops": []}
+    recorded = {
+        "per_step": _snapshots([0, 1, 2, 2, 2, 2], [0, 1, 2, 3, 4, 5], [0] * 6),
+        "fallback_ops": [],
+    }
     hygiene = summarize_hygiene(recorded)
     assert (hygiene.compilations, hygiene.compilations_after_warmup) == (2, 0)
     assert (hygiene.executions_per_step, hygiene.host_transfers_per_step) == (1.0, 0.0)
@@ -123,7 +142,11 @@ def test_parameter_diff_judges_each_tensor_by_its_norm(tmp_path):
     from migrate.verify.params import compare_in_subprocess, compare_params
 
     g = torch.Generator().manual_seed(0)
-    a = {"w": torch.randn(64, 64, generator=g), "b": torch.randn(64, generator=g), "only_a": torch.ones(1)}
+    a = {
+        "w": torch.randn(64, 64, generator=g),
+        "b": torch.randn(64, generator=g),
+        "only_a": torch.ones(1),
+    }
     near = {k: v.clone() for k, v in a.items()}
     near["w"][3, 7] += 1e-5  # one element drifted, as Adam does on near-zero gradients
     del near["only_a"]
@@ -143,4 +166,7 @@ def test_parameter_diff_judges_each_tensor_by_its_norm(tmp_path):
     assert different["mismatched"] == ["w", "b"] and different["worst"] == "b"
     assert math.isinf(different["max_rel_diff"])
     # Same answer from the interpreter that ran the scripts (used when this one has no torch).
-    assert compare_in_subprocess(paths["a"], paths["near"], 1e-5, 1e-6, sys.executable)["mismatched"] == []
+    assert (
+        compare_in_subprocess(paths["a"], paths["near"], 1e-5, 1e-6, sys.executable)["mismatched"]
+        == []
+    )

@@ -23,8 +23,13 @@ def test_correct_migration_is_equivalent(verify_cli):
         assert step["rel_diff"] <= 1e-5
     assert result["params"]["count"] == 4 and result["params"]["max_rel_diff"] <= 1e-5
     hygiene = result["hygiene"]
-    assert set(hygiene) >= {"compilations", "compilations_after_warmup", "executions_per_step",
-                            "host_transfers_per_step", "fallback_ops"}
+    assert set(hygiene) >= {
+        "compilations",
+        "compilations_after_warmup",
+        "executions_per_step",
+        "host_transfers_per_step",
+        "fallback_ops",
+    }
     assert hygiene["compilations"] == 2 and hygiene["compilations_after_warmup"] == 0
     assert hygiene["executions_per_step"] == 1.0
     notes = "\n".join(result["notes"])
@@ -34,7 +39,9 @@ def test_correct_migration_is_equivalent(verify_cli):
         assert header in outcome.out
     assert "parameters: 4 tensors" in outcome.out
     assert "graph compilations        2 (0 after warm-up)" in outcome.out
-    assert outcome.out.rstrip().endswith("verdict: equivalent (losses and final parameters match over 5 step(s))")
+    assert outcome.out.rstrip().endswith(
+        "verdict: equivalent (losses and final parameters match over 5 step(s))"
+    )
 
 
 @pytest.mark.parametrize(
@@ -69,8 +76,9 @@ def test_original_that_needs_cuda_runs_its_cuda_path_on_the_cpu(verify_cli):
 
 
 def test_original_cpu_path_leaves_cuda_alone(verify_cli):
-    outcome = verify_cli(script("cuda_only.py"), "--migrated", script("cuda_only_xla.py"),
-                         "--original-cpu-path")
+    outcome = verify_cli(
+        script("cuda_only.py"), "--migrated", script("cuda_only_xla.py"), "--original-cpu-path"
+    )
     assert outcome.code == 2, outcome.out + outcome.err
     assert outcome.result["failure"]["side"] == "original"
     assert "untouched on the CPU (--original-cpu-path)" in outcome.out
@@ -98,10 +106,24 @@ def test_work_launched_in_child_processes_is_verified(verify_cli):
 
 def test_hygiene_of_a_naive_loop_is_worse_than_the_idiomatic_one(verify_cli):
     """Idioms doc 5.1: partial last batch + per-step .item() -> more graphs, executions and transfers."""
-    naive = verify_cli(script("loop_cuda.py"), "--migrated", script("loop_naive_xla.py"),
-                       "--steps", "8", "--strict")
-    fixed = verify_cli(script("loop_cuda.py"), "--migrated", script("loop_fixed_xla.py"),
-                       "--steps", "8", "--strict", "--", "--drop-last")
+    naive = verify_cli(
+        script("loop_cuda.py"),
+        "--migrated",
+        script("loop_naive_xla.py"),
+        "--steps",
+        "8",
+        "--strict",
+    )
+    fixed = verify_cli(
+        script("loop_cuda.py"),
+        "--migrated",
+        script("loop_fixed_xla.py"),
+        "--steps",
+        "8",
+        "--strict",
+        "--",
+        "--drop-last",
+    )
     assert fixed.code == 0, fixed.out + fixed.err
     assert naive.code == 1, naive.out + naive.err  # numerically equivalent, but --strict
     assert all(s["rel_diff"] <= 1e-5 for s in naive.result["steps"])
@@ -116,8 +138,9 @@ def test_hygiene_of_a_naive_loop_is_worse_than_the_idiomatic_one(verify_cli):
 
 
 def test_keeping_dropout_makes_the_runs_incomparable(verify_cli):
-    outcome = verify_cli(script("mlp_cuda.py"), "--migrated", script("mlp_xla.py"), "--keep-dropout",
-                         "--steps", "2")
+    outcome = verify_cli(
+        script("mlp_cuda.py"), "--migrated", script("mlp_xla.py"), "--keep-dropout", "--steps", "2"
+    )
     assert outcome.code == 1, outcome.out + outcome.err
     assert outcome.result["first_diverging_step"] == 1  # different random masks from the first step
     assert any("dropout kept (--keep-dropout)" in note for note in outcome.result["notes"])
@@ -144,7 +167,14 @@ def test_fixture_migrations_are_equivalent(verify_cli, fixture):
     """Each runnable fixture's golden migration (after/) trains like its original (before/)."""
     migrated = fixture.after / fixture.run["script"]
     assert migrated.is_file(), f"fixture {fixture.name} has no golden after/"
-    outcome = verify_cli(str(fixture.before / fixture.run["script"]), "--migrated", str(migrated),
-                         "--cwd", str(fixture.before), *fixture.verify_args,
-                         "--", *fixture.run.get("args", []))
+    outcome = verify_cli(
+        str(fixture.before / fixture.run["script"]),
+        "--migrated",
+        str(migrated),
+        "--cwd",
+        str(fixture.before),
+        *fixture.verify_args,
+        "--",
+        *fixture.run.get("args", []),
+    )
     assert outcome.code == 0, outcome.out + outcome.err

@@ -1,4 +1,5 @@
 """For the automatic migration: the only CUDA-specific code is .to("cuda"), and nothing marks the step."""
+
 import torch
 import torch.nn as nn
 

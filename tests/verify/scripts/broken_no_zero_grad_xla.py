@@ -1,4 +1,5 @@
 """Broken migration of mlp_cuda.py: the zero_grad call was lost, so gradients accumulate."""
+
 import argparse
 
 import torch
@@ -16,7 +17,9 @@ def make_model():
 
 def make_loader(data_seed=0):
     g = torch.Generator().manual_seed(data_seed)
-    dataset = TensorDataset(torch.randn(96, 12, generator=g), torch.randint(0, 4, (96,), generator=g))
+    dataset = TensorDataset(
+        torch.randn(96, 12, generator=g), torch.randint(0, 4, (96,), generator=g)
+    )
     return DataLoader(dataset, batch_size=16, shuffle=False, drop_last=True)
 
 

@@ -2,6 +2,7 @@
 
 On a machine without a GPU it only runs under the verifier's CUDA-to-CPU mapping.
 """
+
 import torch
 import torch.nn as nn
 
@@ -28,5 +29,7 @@ for x, y in zip(xs, ys):
     optimizer.step()
 end.record()
 torch.cuda.synchronize()
-print(f"{start.elapsed_time(end):.1f} ms on {torch.cuda.get_device_name(0)}, "
-      f"peak {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB")
+print(
+    f"{start.elapsed_time(end):.1f} ms on {torch.cuda.get_device_name(0)}, "
+    f"peak {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB"
+)

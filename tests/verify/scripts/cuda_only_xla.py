@@ -1,4 +1,5 @@
 """Correct torch_xla 2.9 migration of cuda_only.py."""
+
 import torch
 import torch.nn as nn
 import torch_xla

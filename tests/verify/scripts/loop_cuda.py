@@ -1,4 +1,5 @@
 """Original for the hygiene pair: 90 samples in batches of 20, i.e. 4 full batches and one of 10."""
+
 import argparse
 
 import torch

@@ -1,5 +1,6 @@
 """Idiomatic migration of loop_cuda.py (run with --drop-last): MpDeviceLoader, xm.optimizer_step,
 throttled logging in a step closure (idioms doc 5.1, mode b')."""
+
 import argparse
 
 import torch
@@ -23,7 +24,9 @@ device = torch_xla.device()
 torch.manual_seed(0)
 g = torch.Generator().manual_seed(2)
 dataset = TensorDataset(torch.randn(90, 20, generator=g), torch.randint(0, 3, (90,), generator=g))
-loader = pl.MpDeviceLoader(DataLoader(dataset, batch_size=20, shuffle=False, drop_last=args.drop_last), device)
+loader = pl.MpDeviceLoader(
+    DataLoader(dataset, batch_size=20, shuffle=False, drop_last=args.drop_last), device
+)
 model = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 3)).to(device)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 step = 0

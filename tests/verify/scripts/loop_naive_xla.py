@@ -3,6 +3,7 @@
 Correct numbers, poor TPU hygiene (idioms doc 5.1, mode a): the read cuts each step's graph in two
 and the odd-sized batch compiles new graphs.
 """
+
 import argparse
 
 import torch

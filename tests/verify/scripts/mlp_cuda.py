@@ -3,6 +3,7 @@
 The original every migration in tests/verify is compared with. Batches are the same on every run
 (seeded generator), so only the training code decides the losses.
 """
+
 import argparse
 
 import torch
@@ -17,7 +18,9 @@ def make_model():
 
 def make_loader(use_cuda, data_seed=0):
     g = torch.Generator().manual_seed(data_seed)
-    dataset = TensorDataset(torch.randn(96, 12, generator=g), torch.randint(0, 4, (96,), generator=g))
+    dataset = TensorDataset(
+        torch.randn(96, 12, generator=g), torch.randint(0, 4, (96,), generator=g)
+    )
     kwargs = {"pin_memory": True} if use_cuda else {}
     return DataLoader(dataset, batch_size=16, shuffle=False, **kwargs)
 

@@ -1,4 +1,5 @@
 """One process per GPU with mp.spawn, NCCL and DistributedDataParallel (pytorch/examples imagenet style)."""
+
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp

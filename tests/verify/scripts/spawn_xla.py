@@ -1,4 +1,5 @@
 """Correct torch_xla 2.9 migration of spawn_cuda.py: torch_xla.launch, xm.optimizer_step reduces gradients."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -20,10 +21,12 @@ def _mp_fn(index):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(10, 16), nn.ReLU(), nn.Linear(16, 3)).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    sampler = DistributedSampler(dataset(), num_replicas=xr.world_size(), rank=xr.global_ordinal(),
-                                 shuffle=False)
-    loader = pl.MpDeviceLoader(DataLoader(sampler.dataset, batch_size=8, sampler=sampler, drop_last=True),
-                               device)
+    sampler = DistributedSampler(
+        dataset(), num_replicas=xr.world_size(), rank=xr.global_ordinal(), shuffle=False
+    )
+    loader = pl.MpDeviceLoader(
+        DataLoader(sampler.dataset, batch_size=8, sampler=sampler, drop_last=True), device
+    )
     for epoch in range(2):
         sampler.set_epoch(epoch)
         for x, y in loader:

@@ -41,4 +41,3 @@ def write_if_it_trained() -> None:
     """A process the script started that ran some steps but ended before the limit still reports them."""
     if RECORDER is not None and RECORDER.step and not RECORDER.written:
         RECORDER.finish(FINISHED)
-

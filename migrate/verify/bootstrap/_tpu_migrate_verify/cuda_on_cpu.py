@@ -84,7 +84,9 @@ class CudaOnCpu(TorchFunctionMode):
             args = (args[0], CPU, *args[2:])
             mapped = True
         if any(is_cuda(v) for v in kwargs.values()) or _is_index(kwargs.get("device")):
-            kwargs = {k: CPU if k == "device" and _is_index(v) else to_cpu(v) for k, v in kwargs.items()}
+            kwargs = {
+                k: CPU if k == "device" and _is_index(v) else to_cpu(v) for k, v in kwargs.items()
+            }
             mapped = True
         if mapped:
             self.notes["cuda:device"] += 1
@@ -165,8 +167,14 @@ def _host_memory() -> int:
 
 
 def _properties(device=None):
-    return SimpleNamespace(name=DEVICE_NAME, major=8, minor=0, total_memory=_host_memory(),
-                           multi_processor_count=os.cpu_count() or 1, is_integrated=False)
+    return SimpleNamespace(
+        name=DEVICE_NAME,
+        major=8,
+        minor=0,
+        total_memory=_host_memory(),
+        multi_processor_count=os.cpu_count() or 1,
+        is_integrated=False,
+    )
 
 
 def _patch_cuda(notes: Counter) -> None:
@@ -244,13 +252,20 @@ def _patch_accelerator(notes: Counter) -> None:
     }
     for name, replacement in replacements.items():
         if hasattr(accelerator, name):
-            setattr(accelerator, name, _counted(notes, f"cuda:torch.accelerator.{name}", replacement))
+            setattr(
+                accelerator, name, _counted(notes, f"cuda:torch.accelerator.{name}", replacement)
+            )
     memory = getattr(accelerator, "memory", None)
     for name in ("empty_cache", "reset_peak_memory_stats", "reset_accumulated_memory_stats"):
         if memory is not None and hasattr(memory, name):
             setattr(accelerator, name, _nothing)
             setattr(memory, name, _nothing)
-    for name in ("memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved"):
+    for name in (
+        "memory_allocated",
+        "max_memory_allocated",
+        "memory_reserved",
+        "max_memory_reserved",
+    ):
         if memory is not None and hasattr(memory, name):
             setattr(accelerator, name, _zero)
             setattr(memory, name, _zero)

@@ -16,9 +16,24 @@ import torch.nn.functional as F
 from .protocol import ORIGINAL, Config
 
 # functional name -> how to make the call deterministic
-_TRAINING_FLAG = ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
-_TORCH_DROPOUT = ("dropout", "dropout_", "alpha_dropout", "alpha_dropout_", "feature_dropout",
-                  "feature_dropout_", "feature_alpha_dropout", "feature_alpha_dropout_")
+_TRAINING_FLAG = (
+    "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
+    "alpha_dropout",
+    "feature_alpha_dropout",
+)
+_TORCH_DROPOUT = (
+    "dropout",
+    "dropout_",
+    "alpha_dropout",
+    "alpha_dropout_",
+    "feature_dropout",
+    "feature_dropout_",
+    "feature_alpha_dropout",
+    "feature_alpha_dropout_",
+)
 
 
 def install(config: Config, notes: Counter) -> None:

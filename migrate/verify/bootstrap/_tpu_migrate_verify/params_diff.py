@@ -47,7 +47,12 @@ def diff(original_path: str, migrated_path: str, rtol: float, atol: float) -> di
 
 
 def _compare(name: str, a: torch.Tensor, b: torch.Tensor, rtol: float, atol: float) -> dict:
-    entry = {"name": name, "shape": list(a.shape), "original_norm": _norm(a), "migrated_norm": _norm(b)}
+    entry = {
+        "name": name,
+        "shape": list(a.shape),
+        "original_norm": _norm(a),
+        "migrated_norm": _norm(b),
+    }
     if not torch.equal(torch.isnan(a), torch.isnan(b)):
         return {**entry, "abs_diff": math.inf, "rel_diff": math.inf, "ok": False}
     finite = ~torch.isnan(a)
@@ -58,7 +63,12 @@ def _compare(name: str, a: torch.Tensor, b: torch.Tensor, rtol: float, atol: flo
     abs_diff = float(delta.abs().max())
     distance, scale = _norm(delta), _norm(a)
     rel_diff = distance / scale if scale else (0.0 if distance == 0 else math.inf)
-    return {**entry, "abs_diff": abs_diff, "rel_diff": rel_diff, "ok": distance <= atol + rtol * scale}
+    return {
+        **entry,
+        "abs_diff": abs_diff,
+        "rel_diff": rel_diff,
+        "ok": distance <= atol + rtol * scale,
+    }
 
 
 def _norm(t: torch.Tensor) -> float:

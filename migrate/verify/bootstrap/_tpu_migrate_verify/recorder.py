@@ -110,10 +110,15 @@ class Recorder:
             xla_ready = self.xla is not None and self.xla.ready()
             if xla_ready:
                 trace["torch_xla_used"] = True
-                trace["hygiene"] = {"per_step": self.counters, "fallback_ops": self.xla.fallback_ops()}
+                trace["hygiene"] = {
+                    "per_step": self.counters,
+                    "fallback_ops": self.xla.fallback_ops(),
+                }
                 self.xla.sync()  # the last step's update is still pending in the lazy graph
             trace["rank"], trace["rank_source"] = self._rank(xla_ready)
-            trace["steps"] = [{"step": i + 1, "loss": loss} for i, loss in enumerate(self._loss_values())]
+            trace["steps"] = [
+                {"step": i + 1, "loss": loss} for i, loss in enumerate(self._loss_values())
+            ]
             params, devices = self._params()
             torch.save(params, params_file(config.trace_dir, config.side, pid))
             trace["params_file"] = os.path.basename(params_file(config.trace_dir, config.side, pid))
@@ -122,7 +127,8 @@ class Recorder:
         except Exception:
             trace["status"] = "error"
             trace["error"] = (error + "\n" if error else "") + (
-                "tpu-migrate verify could not read the results of the run:\n" + traceback.format_exc()
+                "tpu-migrate verify could not read the results of the run:\n"
+                + traceback.format_exc()
             )
             trace.setdefault("steps", [])
         path = trace_file(config.trace_dir, config.side, pid)

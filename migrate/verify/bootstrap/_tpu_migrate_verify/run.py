@@ -24,7 +24,9 @@ def main() -> int:
         return 2
     config = startup.CONFIG
     if config is None:
-        print("tpu-migrate verify: the instrumentation is not active in this process", file=sys.stderr)
+        print(
+            "tpu-migrate verify: the instrumentation is not active in this process", file=sys.stderr
+        )
         return 97
     script = sys.argv[1]
     sys.argv = sys.argv[1:]
@@ -58,12 +60,24 @@ def _write_root_trace(config, status: str, error: str | None) -> None:
         recorder.finish(status, error)
         return
     trace = {  # torch was never imported: nothing trained in this process
-        "side": config.side, "pid": os.getpid(), "ppid": os.getppid(), "is_root": True,
-        "status": status, "error": error, "requested_steps": config.steps, "torch_imported": False,
-        "torch_xla_used": False, "steps": [], "hygiene": None, "notes": {}, "rank": 0,
+        "side": config.side,
+        "pid": os.getpid(),
+        "ppid": os.getppid(),
+        "is_root": True,
+        "status": status,
+        "error": error,
+        "requested_steps": config.steps,
+        "torch_imported": False,
+        "torch_xla_used": False,
+        "steps": [],
+        "hygiene": None,
+        "notes": {},
+        "rank": 0,
         "rank_source": "single process",
     }
-    with open(trace_file(config.trace_dir, config.side, os.getpid()), "w", encoding="utf-8") as handle:
+    with open(
+        trace_file(config.trace_dir, config.side, os.getpid()), "w", encoding="utf-8"
+    ) as handle:
         json.dump(trace, handle)
 
 

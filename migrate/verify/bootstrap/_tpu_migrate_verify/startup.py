@@ -83,8 +83,11 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         callback = self._callbacks.pop(fullname)
         run_module_code = loader.exec_module
         if not _can_set_attribute(loader, "exec_module"):
-            print(f"tpu-migrate verify: cannot instrument {fullname} (loaded by {type(loader).__name__})",
-                  file=sys.stderr, flush=True)
+            print(
+                f"tpu-migrate verify: cannot instrument {fullname} (loaded by {type(loader).__name__})",
+                file=sys.stderr,
+                flush=True,
+            )
             return spec
 
         def exec_module(module):
@@ -95,7 +98,11 @@ class _AfterImport(importlib.abc.MetaPathFinder):
             try:
                 callback(module)
             except Exception as exc:
-                print(f"tpu-migrate verify: instrumentation failed: {exc!r}", file=sys.stderr, flush=True)
+                print(
+                    f"tpu-migrate verify: instrumentation failed: {exc!r}",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 raise
 
         loader.exec_module = exec_module
@@ -138,7 +145,9 @@ def _stop_quietly_in_children() -> None:
     previous_hook = sys.excepthook
 
     def excepthook(kind, value, traceback):
-        if issubclass(kind, StopRun):  # e.g. a torchrun-style child: `python train.py` under our env
+        if issubclass(
+            kind, StopRun
+        ):  # e.g. a torchrun-style child: `python train.py` under our env
             for stream in (sys.stdout, sys.stderr):
                 try:
                     stream.flush()
