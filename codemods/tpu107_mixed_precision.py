@@ -131,6 +131,10 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
     NAME = "mixed-precision"
     SUMMARY = "CUDA fp16 autocast -> torch.autocast('xla', bf16); remove GradScaler and its uses"
     SAFETY = Safety.SEMANTIC
+    NUMERICS = (
+        "CUDA fp16 autocast becomes bf16 and loss scaling is gone: compare with --keep-autocast "
+        "(bf16 tolerance); fp32 logic is unchanged"
+    )
     TRIGGERS = ("autocast", "GradScaler")
     FINDINGS = {FINDING: "a GradScaler used in a way tpu-migrate cannot unwrap; remove it by hand"}
 

@@ -77,6 +77,10 @@ class SparseEmbeddings(TpuCodemod):
     NAME = "sparse-embeddings"
     SUMMARY = "sparse=True embeddings -> sparse=False and SparseAdam -> Adam (XLA has no sparse gradients)"
     SAFETY = Safety.SEMANTIC
+    NUMERICS = (
+        "SparseAdam -> Adam: dense Adam also moves embedding rows not in the batch (momentum), "
+        "so results differ after the first step; compare the script's dense-optimizer path"
+    )
     FINDINGS = {
         FINDING: "dense embedding gradients / dense Adam instead of SparseAdam: behaviour change"
     }

@@ -6,8 +6,10 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import codemods
+
 from ..discover import SKIPPED_DIRS, discover
-from ..engine import Selection, migrate_files
+from ..engine import Selection, migrate_file, migrate_files
 
 
 @dataclass
@@ -35,7 +37,24 @@ class MigratedCopy:
                 f"the migration left {self.findings} finding(s) for a human (`tpu-migrate check`)"
             )
         notes.extend(f"not migrated: {error}" for error in self.errors)
+        notes.extend(numerics_notes(code for rules in self.changed.values() for code in rules))
         return notes
+
+
+def numerics_notes(applied_codes) -> list[str]:
+    """One note per applied rule that changes numerics on purpose (its NUMERICS text)."""
+    notes = []
+    for code in sorted(set(applied_codes)):
+        rule = codemods.rule_by_code(code)
+        if rule.NUMERICS:
+            notes.append(f"{code} changes numerics on purpose: {rule.NUMERICS}")
+    return notes
+
+
+def rules_applied_to(script: Path) -> list[str]:
+    """The rules the migration applies to ``script`` (for a migrated file made elsewhere)."""
+    result = migrate_file(script, Selection.from_options())
+    return sorted(result.applied) if result.changed else []
 
 
 def migrate_copy(root: Path, script: Path, destination: Path) -> MigratedCopy:

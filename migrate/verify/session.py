@@ -23,7 +23,7 @@ from .compare import (
 )
 from .notes import failure_hints, run_notes
 from .params import compare_params
-from .project import migrate_copy
+from .project import migrate_copy, numerics_notes, rules_applied_to
 from .runner import MIGRATED, ORIGINAL, SideRun, SideSpec, protocol, run_sides
 
 
@@ -173,6 +173,7 @@ def _migrated_side(options: Options, report: Report, temp: Path) -> tuple[Path, 
     """The migrated script, its working directory, and PYTHONPATH entries pointing into the copy."""
     if options.migrated is not None:
         report.notes.append(f"migrated script given: {options.migrated}")
+        report.notes.extend(numerics_notes(rules_applied_to(options.script)))
         return options.migrated, options.cwd, []
     copy = migrate_copy(options.root, options.script, temp / "project")
     report.notes.extend(copy.notes(options.root))

@@ -1,0 +1,21 @@
+"""Notes verify adds about the migration itself (no XLA run needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from migrate.verify.project import numerics_notes, rules_applied_to
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def test_rules_that_change_numerics_on_purpose_are_announced():
+    applied = rules_applied_to(FIXTURES / "recommender_sparse/before/train.py")
+    assert "TPU111" in applied
+    notes = numerics_notes(applied)
+    assert len(notes) == 1 and notes[0].startswith("TPU111 changes numerics on purpose: SparseAdam")
+
+
+def test_plain_device_rules_add_no_numerics_note():
+    applied = rules_applied_to(FIXTURES / "classic_cuda/before/train.py")
+    assert applied and numerics_notes(applied) == []
