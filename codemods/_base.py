@@ -203,14 +203,18 @@ class TpuCodemod(VisitorBasedCodemodCommand):
                 RemoveImportsVisitor.remove_unused_import_by_node(self.context, binding)
 
     def device_expression(self, node: cst.CSTNode) -> cst.BaseExpression:
-        """How code at ``node`` should name the XLA device: the ``device`` variable when one is
-        visible from there (scripts almost always have one), else ``torch_xla.device()``."""
-        try:
-            scope = self.get_metadata(ScopeProvider, node)
-        except KeyError:
-            scope = None
-        if scope is not None and "device" in scope:
-            return cst.Name("device")
+        """How code at ``node`` should name the XLA device: the ``device`` variable when it is
+        bound before ``node`` in the same scope or comes from an enclosing one (a parameter, a
+        module global), else ``torch_xla.device()``."""
+        scope = self.get_metadata(ScopeProvider, node, None)
+        position = self.get_metadata(PositionProvider, node, None)
+        if scope is not None and position is not None and "device" in scope:
+            for assignment in scope["device"]:
+                if assignment.scope is not scope:
+                    return cst.Name("device")
+                bound_at = self.get_metadata(PositionProvider, assignment.node, None)
+                if bound_at is not None and bound_at.start.line < position.start.line:
+                    return cst.Name("device")
         self.require_import(TORCH_XLA)
         return cst.parse_expression("torch_xla.device()")
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import PositionProvider, ScopeProvider
 
-from ._base import TORCH_XLA, Invalid, Safety, TpuCodemod, Valid
+from ._base import Invalid, Safety, TpuCodemod, Valid
 from ._loops import code_of
 
 OPTIMIZER_PACKAGE = "torch.optim."
@@ -204,22 +203,8 @@ class ModelBeforeOptimizer(TpuCodemod):
         self.record_rewrite()
         return cst.Call(
             func=cst.Attribute(value=updated_node, attr=cst.Name("to")),
-            args=[cst.Arg(self._device_before(original_node))],
+            args=[cst.Arg(self.device_expression(original_node))],
         )
-
-    def _device_before(self, node: cst.CSTNode) -> cst.BaseExpression:
-        """``device`` if a binding of it comes before ``node`` (or from an outer scope)."""
-        scope = self.get_metadata(ScopeProvider, node, None)
-        line = self.get_metadata(PositionProvider, node).start.line
-        if scope is not None and "device" in scope:
-            for assignment in scope["device"]:
-                if assignment.scope is not scope:
-                    return cst.Name("device")
-                bound_at = self.get_metadata(PositionProvider, assignment.node, None)
-                if bound_at is not None and bound_at.start.line < line:
-                    return cst.Name("device")
-        self.require_import(TORCH_XLA)
-        return cst.parse_expression("torch_xla.device()")
 
 
 def _calls(node: cst.CSTNode):
