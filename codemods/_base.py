@@ -13,7 +13,7 @@ import enum
 import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import ClassVar, Iterable, Sequence
+from typing import ClassVar, Iterable, Iterator, Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
@@ -251,6 +251,28 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         return result
 
 
+def code_of(node: cst.CSTNode) -> str:
+    """The source text of ``node`` on its own."""
+    return cst.Module([]).code_for_node(node)
+
+
+def dotted_name(node: cst.CSTNode) -> str | None:
+    """``a.b.c`` for a chain of names, else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted_name(node.value)
+        return f"{base}.{node.attr.value}" if base else None
+    return None
+
+
+def walk_all(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node`` and every node under it, in source order."""
+    yield node
+    for child in node.children:
+        yield from walk_all(child)
+
+
 def with_marker_comments(statement, markers: Iterable[str]):
     """Add each marker as a comment line above ``statement`` unless an equal one is there."""
     present = {line.comment.value for line in statement.leading_lines if line.comment}
@@ -321,5 +343,5 @@ def _torch_xla_import_name(statement: cst.CSTNode) -> str | None:
     node = statement.body[0]
     if not (isinstance(node, cst.Import) and len(node.names) == 1):
         return None
-    name = cst.Module([]).code_for_node(node.names[0].name)
+    name = code_of(node.names[0].name)
     return name if name == "torch_xla" or name.startswith("torch_xla.") else None

@@ -15,7 +15,7 @@ from typing import Iterable, Iterator, Sequence
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
-from ._base import TpuCodemod
+from ._base import TpuCodemod, dotted_name, walk_all
 
 DATA_LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 MP_DEVICE_LOADERS = ("torch_xla.distributed.parallel_loader.MpDeviceLoader",)
@@ -49,20 +49,6 @@ BOOKKEEPING_WORDS = frozenset(
     }
 )  # fmt: skip
 Owner = cst.FunctionDef | cst.Module
-
-
-def code_of(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
-
-
-def dotted_name(node: cst.CSTNode) -> str | None:
-    """``a.b.c`` for a chain of names, else None."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = dotted_name(node.value)
-        return f"{base}.{node.attr.value}" if base else None
-    return None
 
 
 def identifier_words(name: str) -> set[str]:
@@ -461,12 +447,6 @@ def assigned_pairs(small: cst.BaseSmallStatement) -> Iterator[tuple[cst.CSTNode,
                         yield left.value, right.value
             else:
                 yield target, value
-
-
-def walk_all(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    yield node
-    for child in node.children:
-        yield from walk_all(child)
 
 
 def walk_code(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -9,8 +9,7 @@ from typing import Optional, Union
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from ._base import TORCH_XLA, Invalid, Safety, TpuCodemod, Valid
-from ._loops import dotted_name
+from ._base import TORCH_XLA, Invalid, Safety, TpuCodemod, Valid, code_of, dotted_name, walk_all
 from ._statements import AppliesStatementEdits, Replacement
 
 # Calls whose truth means "the CUDA-class accelerator is there": the migrated script takes that path.
@@ -786,7 +785,7 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         nobody reads is not this rule's business)."""
         gone = {id(node) for node in trace.folded}
         for root in trace.dropped:
-            gone.update(id(node) for node in _walk(root))
+            gone.update(id(node) for node in walk_all(root))
         removable = set()
         for line, target, value in assignments:
             if not isinstance(target, cst.Name) or self._availability_kind(value) is None:
@@ -1068,7 +1067,7 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         """Line of the first ``self.device = ...`` in ``klass.__init__``, if any."""
         for statement in klass.body.body:
             if isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__":
-                for node in _walk(statement.body):
+                for node in walk_all(statement.body):
                     if isinstance(node, cst.AssignTarget) and dotted_name(node.target) == (
                         "self.device"
                     ):
@@ -1079,7 +1078,7 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         """Calls under ``root`` are going away: an import used by them alone
         (``from torch.cuda import is_available``, ``import warnings``) goes too at the end of
         the pipeline. ``import torch`` always stays."""
-        for node in _walk(root):
+        for node in walk_all(root):
             if not isinstance(node, cst.Call):
                 continue
             name = node.func
@@ -1339,7 +1338,7 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             chosen = original.body if verdict else original.orelse
             if any(
                 name.startswith("torch.cuda.")
-                for node in _walk(chosen)
+                for node in walk_all(chosen)
                 for name in self.qualified_names(node)
             ):
                 return None
@@ -1420,7 +1419,7 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             return updated
         if not all(_only_calls(arm.test, lambda call: False) for arm in original_arms):
             return updated
-        if any(id(node) in self._flag_uses for arm in original_arms for node in _walk(arm.test)):
+        if any(id(node) in self._flag_uses for arm in original_arms for node in walk_all(arm.test)):
             return updated
         self.record_rewrite()
         self.edits.replace(original, _inline_block(bodies[0], list(updated.leading_lines)))
@@ -1597,17 +1596,9 @@ class _Collector(cst.CSTVisitor):
 
 
 # --------------------------------------------------------------------- small helpers
-def _walk(root: cst.CSTNode):
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(node.children)
-
-
 def _only_calls(expression: cst.CSTNode, allowed) -> bool:
     """True when every call inside ``expression`` satisfies ``allowed`` (no side effects)."""
-    return all(allowed(node) for node in _walk(expression) if isinstance(node, cst.Call))
+    return all(allowed(node) for node in walk_all(expression) if isinstance(node, cst.Call))
 
 
 def _string_value(node: Optional[cst.CSTNode]) -> Optional[str]:
@@ -1678,7 +1669,7 @@ def _mentions_device(node: cst.CSTNode) -> bool:
     """A device-ish expression: ``device``, ``args.device``, ``str(device)``, ``x.device.type``."""
     if not isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
         return False
-    return _is_config_name(cst.Module([]).code_for_node(node))
+    return _is_config_name(code_of(node))
 
 
 def _target_name(target: cst.CSTNode) -> Optional[str]:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
-from ._base import TORCH_XLA, XM, Invalid, Safety, TpuCodemod, Valid
+from ._base import TORCH_XLA, XM, Invalid, Safety, TpuCodemod, Valid, code_of
 from ._loops import (
     ModuleIndex,
     calls,
     calls_in,
-    code_of,
     identifier_words,
     new_statement,
     positional_arguments,

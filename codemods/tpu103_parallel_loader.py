@@ -5,17 +5,15 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
-from ._base import PL, ImportSpec, Invalid, Safety, TpuCodemod, Valid
+from ._base import PL, ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
 from ._loops import (
     ModuleIndex,
     assigned_pairs,
     calls_in,
-    code_of,
     is_per_device_loader_call,
     names_in_target,
     new_statement,
     positional_arguments,
-    walk_all,
     walk_code,
     without_items,
 )

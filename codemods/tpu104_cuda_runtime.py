@@ -8,16 +8,7 @@ from typing import Iterator, Union
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
-from ._base import (
-    TORCH_XLA,
-    XM,
-    XR,
-    ImportSpec,
-    Invalid,
-    Safety,
-    TpuCodemod,
-    Valid,
-)
+from ._base import TORCH_XLA, XM, XR, ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of
 from ._statements import AppliesStatementEdits, Block
 
 
@@ -683,12 +674,12 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
 
     # ----------------------------------------------------------------- deciding (original nodes)
     def visit_Import(self, node: cst.Import) -> bool:
-        if any(_is_triton_module(cst.Module([]).code_for_node(a.name)) for a in node.names):
+        if any(_is_triton_module(code_of(a.name)) for a in node.names):
             self.flag(node, TRITON.code, TRITON.message)
         return False  # imported names are bindings, not uses
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        module = cst.Module([]).code_for_node(node.module) if node.module else ""
+        module = code_of(node.module) if node.module else ""
         if not node.relative and _is_triton_module(module):
             self.flag(node, TRITON.code, TRITON.message)
         return False
@@ -855,7 +846,7 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
             return updated_node
         device = ""
         if "{device}" in action.template:
-            device = cst.Module([]).code_for_node(self.device_expression(original_node))
+            device = code_of(self.device_expression(original_node))
         new = cst.parse_expression(
             action.template.format(device=device, q=self._quote_for(original_node))
         )
@@ -930,5 +921,5 @@ def _same_single_statement(first: cst.BaseStatement | None, second: cst.BaseStat
     lines = (first, second)
     if not all(isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 for line in lines):
         return False
-    code = cst.Module([]).code_for_node
+    code = code_of
     return code(first.body[0]) == code(second.body[0])  # type: ignore[union-attr]

@@ -6,7 +6,7 @@ import libcst as cst
 
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from ._base import TORCH_XLA, XR, ImportSpec, Invalid, Safety, TpuCodemod, Valid
+from ._base import TORCH_XLA, XR, ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of
 
 XLA_MODEL = "torch_xla.core.xla_model"
 PARALLEL_LOADER = "torch_xla.distributed.parallel_loader"
@@ -256,7 +256,7 @@ class ModernizeTorchXla(TpuCodemod):
             key = arg.keyword.value if arg.keyword else SPAWN_PARAMETERS[index]
             named[key] = arg
         for key, default in SPAWN_DEFAULTS.items():
-            if key in named and cst.Module([]).code_for_node(named[key].value) != default:
+            if key in named and code_of(named[key].value) != default:
                 return updated  # launch() cannot express it: leave it for a human
         args = [named["fn"].value]
         keywords = [("args", named["args"].value)] if "args" in named else []

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ._base import Invalid, Safety, TpuCodemod, Valid
-from ._loops import code_of
+from ._base import Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
 
 OPTIMIZER_PACKAGE = "torch.optim."
 NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
@@ -208,10 +207,7 @@ class ModelBeforeOptimizer(TpuCodemod):
 
 
 def _calls(node: cst.CSTNode):
-    if isinstance(node, cst.Call):
-        yield node
-    for child in node.children:
-        yield from _calls(child)
+    return (n for n in walk_all(node) if isinstance(n, cst.Call))
 
 
 def _first(iterable):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from ._base import ImportSpec, Invalid, Safety, TpuCodemod, Valid
+from ._base import ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
 from ._statements import AppliesStatementEdits, Replacement
 
 TORCH = ImportSpec("torch")
@@ -535,7 +535,7 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
         if kind == "self":
             found = [
                 node
-                for node in _walk(owner)
+                for node in walk_all(owner)
                 if _is_self_attribute(node) and node.attr.value == name and id(node) not in targets
             ]
             stores = [node for node in found if self._is_store(node)]
@@ -658,7 +658,7 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
             return None
         definitions = [
             node
-            for node in _walk(self._module)
+            for node in walk_all(self._module)
             if isinstance(node, cst.FunctionDef) and node.name.value == name
         ]
         if len(definitions) != 1 or definitions[0].decorators:
@@ -668,13 +668,13 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
             return None
         attributes = [
             node
-            for node in _walk(self._module)
+            for node in walk_all(self._module)
             if isinstance(node, cst.Attribute) and node.attr.value == name
         ]
         spelled = {id(function.name)} | {id(node.attr) for node in attributes}
         names = [
             node
-            for node in _walk(self._module)
+            for node in walk_all(self._module)
             if isinstance(node, cst.Name) and node.value == name and id(node) not in spelled
         ]
         if names:
@@ -929,7 +929,7 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
         if arguments is None:
             return updated
         kept = "".join(
-            f", {name}={_code(arguments[name])}"
+            f", {name}={code_of(arguments[name])}"
             for name in KEPT_AUTOCAST_KEYWORDS
             if name in arguments
         )
@@ -945,7 +945,7 @@ def _scaler_assignments(rule: TpuCodemod, module: cst.Module):
     else None``) and each ``x = None`` whose ``x`` is assigned a GradScaler too."""
     found = []
     nones = []
-    for line in _walk(module):
+    for line in walk_all(module):
         if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
             continue
         assign = line.body[0]
@@ -961,11 +961,11 @@ def _scaler_assignments(rule: TpuCodemod, module: cst.Module):
         call = _scaler_constructor(rule, value)
         if call is not None:
             found.append((line, target, call))
-    scaler_names = {_code(target) for _, target, _ in found}
+    scaler_names = {code_of(target) for _, target, _ in found}
     return found + [
         entry
         for entry in nones
-        if _code(entry[1]) in scaler_names and _same_scope(rule, entry, found)
+        if code_of(entry[1]) in scaler_names and _same_scope(rule, entry, found)
     ]
 
 
@@ -973,7 +973,7 @@ def _same_scope(rule: TpuCodemod, entry, found) -> bool:
     _, target, _ = entry
     scope = rule.get_metadata(ScopeProvider, target, None)
     return any(
-        _code(other) == _code(target) and rule.get_metadata(ScopeProvider, other, None) is scope
+        code_of(other) == code_of(target) and rule.get_metadata(ScopeProvider, other, None) is scope
         for _, other, _ in found
     )
 
@@ -1097,13 +1097,3 @@ def _is_self_attribute(node: cst.CSTNode) -> bool:
         and isinstance(node.value, cst.Name)
         and node.value.value == "self"
     )
-
-
-def _walk(node: cst.CSTNode):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)

@@ -8,7 +8,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from ._base import TORCH_XLA, XR, ImportSpec, Invalid, Safety, TpuCodemod, Valid
+from ._base import TORCH_XLA, XR, ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of
 from ._statements import AppliesStatementEdits, Replacement
 
 XLA_BACKEND = ImportSpec("torch_xla.distributed.xla_backend")
@@ -544,7 +544,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         if not self._built_calls:
             return updated
         indent = 4 * self._depth(original)
-        code = cst.Module([]).code_for_node(updated.with_changes(leading_lines=()))
+        code = code_of(updated.with_changes(leading_lines=()))
         if all(indent + len(line) <= MAX_LINE for line in code.splitlines()):
             return updated
         calls = [c for c in self._built_calls if _contains(updated, c)]
@@ -554,7 +554,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         call = calls[-1]  # the outermost: built last
         for wrapped in (_one_indented_line(call, indent), _one_argument_per_line(call, indent)):
             candidate = updated.deep_replace(call, wrapped)
-            text = cst.Module([]).code_for_node(candidate.with_changes(leading_lines=()))
+            text = code_of(candidate.with_changes(leading_lines=()))
             if all(indent + len(line) <= MAX_LINE for line in text.splitlines()):
                 return candidate
         return candidate
@@ -822,7 +822,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             single = (
                 cst.Name("True")
                 if isinstance(nprocs, cst.Integer) and nprocs.value == "1"
-                else cst.parse_expression(f"{cst.Module([]).code_for_node(nprocs)} == 1")
+                else cst.parse_expression(f"{code_of(nprocs)} == 1")
             )
             new_args.append(
                 cst.Arg(single, keyword=cst.Name("debug_single_process"), equal=_equal())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from ._base import XM, Invalid, Safety, TpuCodemod, Valid
+from ._base import XM, Invalid, Safety, TpuCodemod, Valid, code_of
 from ._statements import AppliesStatementEdits, Replacement
 
 SAVE = "torch.save"
@@ -439,12 +439,8 @@ def _argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression
     return None
 
 
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
-
-
 def _mentions_cuda(value: cst.BaseExpression) -> bool:
-    return "cuda" in _code(value)
+    return "cuda" in code_of(value)
 
 
 def _quote_of(value: cst.BaseExpression, default: str) -> str:
@@ -493,7 +489,7 @@ def _is_rank_zero(test: cst.BaseExpression) -> bool:
         left, right = test.left, target.comparator
         for side, other in ((left, right), (right, left)):
             if isinstance(other, cst.Integer) and other.value == "0":
-                return any(word in _code(side).lower() for word in RANK_WORDS)
+                return any(word in code_of(side).lower() for word in RANK_WORDS)
         return False
     if isinstance(test, cst.Call) and not test.args:
         test = test.func

@@ -6,7 +6,7 @@ import libcst as cst
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import ParentNodeProvider, QualifiedNameProvider, QualifiedNameSource
 
-from ._base import TORCH_XLA, Invalid, Safety, TpuCodemod, Valid
+from ._base import TORCH_XLA, Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
 from ._statements import AppliesStatementEdits
 
 SEEDERS = frozenset({"torch.manual_seed", "torch.random.manual_seed"})
@@ -170,7 +170,7 @@ class XlaRng(AppliesStatementEdits, TpuCodemod):
         ):
             return None
         seed = call.args[0].value
-        has_call = any(isinstance(n, cst.Call) for n in _walk(seed))
+        has_call = any(isinstance(n, cst.Call) for n in walk_all(seed))
         return None if has_call else seed
 
     def _is_imported(self, node: cst.CSTNode, names: frozenset[str]) -> bool:
@@ -200,7 +200,7 @@ def _seeds_xla_with(small: cst.BaseSmallStatement, seed: cst.BaseExpression) -> 
     if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
         return False
     call = small.value
-    callee = cst.Module([]).code_for_node(call.func)
+    callee = code_of(call.func)
     return (
         callee in XLA_SEEDERS
         and len(call.args) >= 1
@@ -214,9 +214,3 @@ def _module_of(item) -> str:
     if module is None and isinstance(item, tuple):
         module = item[0]
     return module or ""
-
-
-def _walk(node: cst.CSTNode):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
