@@ -29,6 +29,7 @@ MARKER_PREFIX = "# TODO(tpu-migrate):"
 FINDINGS_KEY = "tpu_migrate.findings"
 REWRITES_KEY = "tpu_migrate.rewrites"
 DISABLED_FINDINGS_KEY = "tpu_migrate.disabled_findings"
+OPTIONS_KEY = "tpu_migrate.rule_options"  # rule code -> {option name: value} from the user's config
 
 
 class Safety(str, enum.Enum):
@@ -104,6 +105,8 @@ class TpuCodemod(VisitorBasedCodemodCommand):
     NUMERICS: ClassVar[str] = ""
     # The rule is skipped on a file whose text contains none of these substrings.
     TRIGGERS: ClassVar[tuple[str, ...]] = ("torch",)
+    # Options a user may set per rule (``[tool.tpu-migrate.options.TPU1xx]``), with their defaults.
+    OPTIONS: ClassVar[dict[str, object]] = {}
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 
@@ -127,6 +130,13 @@ class TpuCodemod(VisitorBasedCodemodCommand):
     @classmethod
     def documentation(cls) -> str:
         return textwrap.dedent(cls.__doc__ or "").strip()
+
+    def option(self, name: str):
+        """The user's value for one of this rule's ``OPTIONS``, else its default."""
+        if name not in self.OPTIONS:
+            raise KeyError(f"{self.CODE} has no option {name!r}")
+        configured = self.context.scratch.get(OPTIONS_KEY, {}).get(self.CODE, {})
+        return configured.get(name, self.OPTIONS[name])
 
     @classmethod
     def is_triggered_by(cls, text: str) -> bool:
