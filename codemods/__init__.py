@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ._base import Finding, ImportSpec, Invalid, Safety, TpuCodemod, Valid
+from ._base import Finding, FindingDoc, ImportSpec, Invalid, Safety, TpuCodemod, Valid
 from .tpu101_device_placement import DevicePlacement
 from .tpu102_step_boundary import StepBoundary
 from .tpu103_parallel_loader import ParallelLoader
@@ -41,6 +41,7 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
 __all__ = [
     "PIPELINE",
     "Finding",
+    "FindingDoc",
     "ImportSpec",
     "Invalid",
     "Safety",

@@ -75,6 +75,31 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class FindingDoc:
+    """What ``tpu-migrate explain TPU2xx`` shows: the one-line summary, why it hurts on a TPU and
+    what to do about it. ``str()`` is the summary, so a rule may also give a bare string."""
+
+    summary: str
+    why: str = ""
+    what_to_do: str = ""
+
+    def __str__(self) -> str:
+        return self.summary
+
+    def full_text(self) -> str:
+        parts = [self.summary]
+        if self.why:
+            parts += [
+                "",
+                "Why it hurts on a TPU",
+                textwrap.indent(textwrap.fill(self.why, 92), "    "),
+            ]
+        if self.what_to_do:
+            parts += ["", "What to do", textwrap.indent(textwrap.fill(self.what_to_do, 92), "    ")]
+        return "\n".join(parts)
+
+
+@dataclass(frozen=True)
 class Valid:
     """A case the rule must leave byte-identical and report nothing on."""
 
@@ -100,7 +125,7 @@ class TpuCodemod(VisitorBasedCodemodCommand):
     SUMMARY: ClassVar[str]
     SAFETY: ClassVar[Safety]
     # Finding codes (TPU2xx) this rule can report, with a one-line summary each.
-    FINDINGS: ClassVar[dict[str, str]] = {}
+    FINDINGS: ClassVar[dict[str, "str | FindingDoc"]] = {}
     # How the rule changes numerics on purpose, if it does; `tpu-migrate verify` shows it.
     NUMERICS: ClassVar[str] = ""
     # The rule is skipped on a file whose text contains none of these substrings.
@@ -137,6 +162,11 @@ class TpuCodemod(VisitorBasedCodemodCommand):
             raise KeyError(f"{self.CODE} has no option {name!r}")
         configured = self.context.scratch.get(OPTIONS_KEY, {}).get(self.CODE, {})
         return configured.get(name, self.OPTIONS[name])
+
+    @classmethod
+    def finding_doc(cls, code: str) -> FindingDoc:
+        doc = cls.FINDINGS[code]
+        return doc if isinstance(doc, FindingDoc) else FindingDoc(str(doc))
 
     @classmethod
     def is_triggered_by(cls, text: str) -> bool:

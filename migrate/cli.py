@@ -231,6 +231,13 @@ def _cmd_explain(args) -> int:
         rule = codemods.rule_by_code(args.code)
     except KeyError as exc:
         raise _UsageError(exc.args[0]) from None
+    code = args.code.upper()
+    if code in rule.FINDINGS:
+        print(f"{code} (a finding of {rule.CODE} {rule.NAME}; needs a human)")
+        print(rule.finding_doc(code).full_text())
+        print()
+        print(f"The rule that reports it, {rule.CODE}:")
+        print()
     print(f"{rule.CODE} {rule.NAME} ({rule.SAFETY.value})")
     print(rule.SUMMARY)
     if rule.FINDINGS:
