@@ -153,6 +153,7 @@ def _commit(commit: RuleCommit) -> dict:
         "code": commit.rule.CODE,
         "name": commit.rule.NAME,
         "files": commit.paths,
+        "revert_conflicts": commit.revert_conflicts,
     }
 
 

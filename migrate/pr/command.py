@@ -126,6 +126,7 @@ def _apply_on_branch(args: argparse.Namespace, terminal: Terminal) -> int:
         if not _commit_all(repo, args.branch, commits, changed, terminal):
             terminal.error(_recovery(args.branch, base, failed=True))
             return EXIT_FAILED
+        _check_reverts(repo, commits)
         report = _verify(verify_options, repo, snapshot, terminal) if verify_options else None
     except KeyboardInterrupt:
         terminal.error("interrupted; every file is either as committed or as before.")
@@ -330,6 +331,15 @@ def _commit_all(
         committed.update(commit.contents)
         terminal.out(f"[{branch} {commit.sha[:10]}] {commit.subject()}")
     return True
+
+
+def _check_reverts(repo: Repo, commits: list[RuleCommit]) -> None:
+    """Which commits `git revert` can take out alone at the tip (reported in the description)."""
+    for commit in commits:
+        try:
+            commit.revert_conflicts = repo.revert_conflicts(commit.sha)
+        except GitError:
+            commit.revert_conflicts = None  # unknown: the description does not promise either way
 
 
 class _StaleFile(Exception):

@@ -38,6 +38,7 @@ class RuleCommit:
     findings: dict[str, int] = field(default_factory=dict)  # path -> findings it left there
     folded: dict[str, list[str]] = field(default_factory=dict)  # path -> earlier codes included
     sha: str | None = None
+    revert_conflicts: list[str] | None = None  # files where reverting it alone conflicts at the tip
 
     @property
     def paths(self) -> list[str]:

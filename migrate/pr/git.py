@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -178,6 +179,32 @@ class Repo:
             input=message.encode("utf-8"),
         )
         return self.output("rev-parse", "HEAD")
+
+    def revert_conflicts(self, commit: str, onto: str = "HEAD") -> list[str]:
+        """Files in which `git revert commit` on ``onto`` would conflict (nothing is changed).
+
+        The same three-way merge git revert makes, file by file: base = the commit, ours = onto,
+        theirs = the commit's parent.
+        """
+        listing = self.run("diff-tree", "--no-commit-id", "--name-only", "-r", "-z", commit)
+        paths = [p for p in listing.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+        conflicts = []
+        with tempfile.TemporaryDirectory(prefix="tpu-migrate-revert-") as temp:
+            for path in paths:
+                sides = []
+                for name, revision in (("ours", onto), ("base", commit), ("theirs", f"{commit}^")):
+                    blob = self.run("show", f"{revision}:{path}", check=False)
+                    if blob.returncode != 0:  # added or deleted: not a rule's kind of change
+                        break
+                    side = Path(temp, name)
+                    side.write_bytes(blob.stdout)
+                    sides.append(str(side))
+                else:
+                    merged = self.run("merge-file", "-p", "-q", *sides, check=False)
+                    if merged.returncode == 0:
+                        continue
+                conflicts.append(path)
+        return conflicts
 
 
 def _first_line(proc: subprocess.CompletedProcess) -> str | None:
