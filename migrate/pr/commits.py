@@ -11,7 +11,7 @@ from __future__ import annotations
 import textwrap
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import libcst as cst
 
@@ -28,6 +28,7 @@ class FileStates:
     path: str  # relative to the top of the work tree
     result: FileResult  # the full run (what plain apply writes)
     states: list[str | None]  # None: that prefix failed, its changes go with the next rule's
+    active: frozenset[str] = frozenset()  # rules that rewrote or flagged something here
 
 
 @dataclass
@@ -116,20 +117,20 @@ def file_states(
     changed: Sequence[tuple[str, FileResult]], selection: Selection, jobs: int = 1
 ) -> list[FileStates]:
     """Per-rule states of every changed file, ``jobs`` files at a time."""
+    active = [active_rules(result) for _, result in changed]
     work = [
-        (result.source.text, str(result.path), selection, result.new_text, active_rules(result))
-        for _, result in changed
+        (result.source.text, str(result.path), selection, result.new_text, rules)
+        for (_, result), rules in zip(changed, active)
     ]
     if jobs <= 1 or len(work) < 2:
-        all_states: Iterator = map(_states_job, work)
-        return [
-            FileStates(path, result, states) for (path, result), states in zip(changed, all_states)
-        ]
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        all_states = pool.map(_states_job, work)
-        return [
-            FileStates(path, result, states) for (path, result), states in zip(changed, all_states)
-        ]
+        all_states = list(map(_states_job, work))
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            all_states = list(pool.map(_states_job, work))
+    return [
+        FileStates(path, result, states, rules)
+        for (path, result), states, rules in zip(changed, all_states, active)
+    ]
 
 
 def plan_commits(files: Sequence[FileStates], selection: Selection) -> list[RuleCommit]:
@@ -142,7 +143,8 @@ def plan_commits(files: Sequence[FileStates], selection: Selection) -> list[Rule
         for f in files:
             state = f.states[k]
             if state is None:
-                pending.setdefault(f.path, []).append(rule.CODE)
+                if rule.CODE in f.active:
+                    pending.setdefault(f.path, []).append(rule.CODE)
                 continue
             if state == last_state[f.path]:
                 continue

@@ -83,3 +83,9 @@ def tpu_migrate(capsys):
         return Outcome(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture
+def xla_available():
+    if not os.environ.get("CI"):  # CI installs torch_xla: a skip there would hide a failure
+        pytest.importorskip("torch_xla")

@@ -22,9 +22,7 @@ CUDA_DEVICE = (
     "x = torch.ones(2).to(device)\n"
     "torch.cuda.synchronize()\n"
 )
-CUDA_STREAM = (
-    "import torch\n\nstream = torch.cuda.Stream()\nmodel = torch.nn.Linear(2, 2).cuda()\n"
-)
+CUDA_STREAM = "import torch\n\nstream = torch.cuda.Stream()\nmodel = torch.nn.Linear(2, 2).cuda()\n"
 PROJECT = {
     "a.py": OLD_API,
     "b.py": CUDA_DEVICE,
@@ -143,7 +141,9 @@ def test_revert_report_matches_what_git_revert_does(make_repo, tpu_migrate, tmp_
     for sha in commits(repo):
         row = next(line for line in body.splitlines() if line.startswith(f"| {sha[:10]} |"))
         reverted = git(repo, "revert", "--no-commit", sha, check=False)
-        clean = "CONFLICT" not in reverted and not git(repo, "diff", "--name-only", "--diff-filter=U")
+        clean = "CONFLICT" not in reverted and not git(
+            repo, "diff", "--name-only", "--diff-filter=U"
+        )
         git(repo, "revert", "--abort", check=False)
         git(repo, "reset", "-q", "--hard")
         assert row.rstrip(" |").endswith("clean") == clean, row
@@ -205,7 +205,12 @@ def test_missing_identity_is_a_clear_error_before_anything_changes(
     make_repo, tpu_migrate, monkeypatch
 ):
     repo = make_repo(PROJECT)
-    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+    for name in (
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+    ):
         monkeypatch.delenv(name)
     outcome = tpu_migrate(repo, "apply", ".", "--branch", "migrate")
     assert outcome.code == 3
