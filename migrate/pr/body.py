@@ -20,6 +20,7 @@ from codemods._base import MARKER_PREFIX
 from .. import __version__
 from ..engine import FileResult
 from ..linemap import LineMap
+from ..verify.render import LOCAL_SCALAR
 from .commits import RuleCommit
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -56,6 +57,7 @@ def load_template(path: Path | None) -> jinja2.Template:
     environment.filters["loss"] = _loss
     environment.filters["sci"] = _sci
     environment.filters["md"] = _markdown_cell
+    environment.filters["fallback_ops"] = _fallback_ops
     try:
         return environment.get_template(name)
     except jinja2.TemplateNotFound:
@@ -214,6 +216,14 @@ def _sci(value) -> str:
     if isinstance(value, float) and math.isinf(value):
         return "inf"
     return f"{value:.1e}"
+
+
+def _fallback_ops(ops) -> str:
+    """The CPU-fallback op list of the verify JSON, with the one everybody meets explained."""
+    named = [
+        f"`{op}` (.item()/float()/bool() reads)" if op == LOCAL_SCALAR else f"`{op}`" for op in ops
+    ]
+    return ", ".join(named) or "none"
 
 
 def _markdown_cell(value) -> str:

@@ -374,14 +374,17 @@ def _verify(options: VerifyOptions, repo: Repo, snapshot: Path, terminal: Termin
         root=snapshot,
         cwd=options.cwd or Path.cwd(),
     )
-    terminal.note(f"verifying {relative} on the CPU: the original against branch's version...")
+    terminal.note(f"verifying {relative} on the CPU: the original against the branch's version...")
     try:
         report = verify(options)
     except VerifyUsageError as exc:
         terminal.error(f"tpu-migrate verify: error: {exc}")
         return None
     sys.stdout.write(verify_render.text(report))
-    return verify_render.to_json(report)
+    result = verify_render.to_json(report)
+    # apply chose the migrated script itself: its local path means nothing to a reviewer.
+    result["notes"] = [n for n in result["notes"] if not n.startswith("migrated script given:")]
+    return result
 
 
 def _run_command(options: VerifyOptions | None, repo: Repo) -> RunCommand | None:

@@ -126,7 +126,8 @@ def test_stored_verify_json_is_rendered(tmp_path):
         f"| graph compilations | {hygiene['compilations']} "
         f"({hygiene['compilations_after_warmup']} after warm-up) |"
     ) in body
-    assert f"| executions per step | {hygiene['executions_per_step']:.2f} |" in body
+    assert f"| executions per step | {hygiene['executions_per_step']:.2f} | 1.00 |" in body
+    assert "| ops that fell back to the CPU | `aten::_local_scalar_dense` (.item()" in body
     assert f"Final parameters: {verify['params']['count']} tensors" in body
     assert verify["notes"][0] in body
 

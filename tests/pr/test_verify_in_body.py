@@ -32,8 +32,9 @@ def test_real_verification_is_rendered_into_the_body(make_repo, tpu_migrate, tmp
     assert "`tpu-migrate verify train.py --steps 4 -- --epochs 1` ran the original" in body
     rows = [line for line in body.splitlines() if line.endswith("| ok |")]
     assert [row.split("|")[1].strip() for row in rows] == ["1", "2", "3", "4"]
-    assert "| graph compilations | 2 (0 after warm-up) |" in body
-    assert "| executions per step | 1.00 |" in body
+    assert "| graph compilations | 2 (0 after warm-up) | 0 after warm-up |" in body
+    assert "| executions per step | 1.00 | 1.00 |" in body
+    assert "migrated script given" not in body
     # The original side really ran the original code: its CUDA calls were mapped to the CPU.
     assert "CUDA mapped to the CPU in the original run" in body
     assert "PJRT_DEVICE=TPU python train.py --epochs 1" in body
