@@ -129,7 +129,7 @@ def _apply_on_branch(args: argparse.Namespace, terminal: Terminal) -> int:
         _check_reverts(repo, commits)
         report = _verify(verify_options, repo, snapshot, terminal) if verify_options else None
     except KeyboardInterrupt:
-        terminal.error("interrupted; every file is either as committed or as before.")
+        terminal.error("interrupted; the work tree matches the last commit made.")
         terminal.error(_recovery(args.branch, base, failed=True))
         return 130
     finally:
@@ -328,6 +328,9 @@ def _commit_all(
             terminal.error(f"tpu-migrate: error: {exc}")
             _restore(repo, commit, committed)  # the work tree matches the last commit again
             return False
+        except KeyboardInterrupt:
+            _restore(repo, commit, committed)
+            raise
         committed.update(commit.contents)
         terminal.out(f"[{branch} {commit.sha[:10]}] {commit.subject()}")
     return True
