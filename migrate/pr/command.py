@@ -329,7 +329,8 @@ def _commit_all(
             _restore(repo, commit, committed)  # the work tree matches the last commit again
             return False
         except KeyboardInterrupt:
-            _restore(repo, commit, committed)
+            if commit.sha is None:
+                _restore(repo, commit, committed)
             raise
         committed.update(commit.contents)
         terminal.out(f"[{branch} {commit.sha[:10]}] {commit.subject()}")
