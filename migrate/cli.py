@@ -16,6 +16,7 @@ from . import __version__
 from .diff import unified_diff
 from .discover import discover, display_path
 from .engine import FileResult, Selection, default_jobs, migrate_files
+from .pr import command as pr_command
 from .report import RunSummary, applied_text, check_json, check_text, error_line, finding_lines
 from .source import write_atomically
 from .terminal import Terminal
@@ -93,7 +94,8 @@ def _parser() -> argparse.ArgumentParser:
     files_command(
         "diff", "Show what `apply` would change, as a unified diff; change nothing.", _cmd_diff
     )
-    files_command("apply", "Rewrite the files in place.", _cmd_apply)
+    apply = files_command("apply", "Rewrite the files in place.", _cmd_apply)
+    pr_command.add_arguments(apply)
     check = files_command(
         "check", "List the rewrites that apply and the findings that need a human.", _cmd_check
     )
@@ -165,6 +167,8 @@ def _cmd_check(args) -> int:
 
 
 def _cmd_apply(args) -> int:
+    if pr_command.wanted(args):
+        return pr_command.apply_on_branch(args)
     terminal = Terminal()
     written: list[str] = []
     failures = 0
