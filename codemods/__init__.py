@@ -22,6 +22,7 @@ from .tpu109_checkpoints import Checkpoints
 from .tpu110_xla_rng import XlaRng
 from .tpu111_sparse_embeddings import SparseEmbeddings
 from .tpu112_torch_compile import TorchCompile
+from .tpu116_masked_writes import MaskedWrites
 
 PIPELINE: tuple[type[TpuCodemod], ...] = (
     ModernizeTorchXla,
@@ -34,6 +35,7 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     XlaRng,
     SparseEmbeddings,
     TorchCompile,
+    MaskedWrites,
     ParallelLoader,
     StepBoundary,
 )
