@@ -23,6 +23,7 @@ from .tpu110_xla_rng import XlaRng
 from .tpu111_sparse_embeddings import SparseEmbeddings
 from .tpu112_torch_compile import TorchCompile
 from .tpu116_masked_writes import MaskedWrites
+from .tpu117_xla_hazards import XlaHazards
 
 PIPELINE: tuple[type[TpuCodemod], ...] = (
     ModernizeTorchXla,
@@ -38,6 +39,7 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     MaskedWrites,
     ParallelLoader,
     StepBoundary,
+    XlaHazards,
 )
 
 __all__ = [
