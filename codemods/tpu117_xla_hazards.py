@@ -29,6 +29,10 @@ FACTORIES = frozenset(
 # ``torch.arange(n).to(x.device)``: the tensor is moved right away.
 MOVES = frozenset({"to", "cuda", "type_as"})
 STORAGE_METHODS = frozenset({"data_ptr", "untyped_storage", "storage", "_cdata"})
+STORAGE_RAISES = "XLA tensors have no storage: this raises; do not rely on storage identity"
+STORAGE_MESSAGES = {
+    "data_ptr": "data_ptr() is 0 for every XLA tensor: identity checks built on it break"
+}
 TIED_ATTRIBUTES = frozenset({"weight", "bias"})
 CONTROL_FLOW = {cst.If: "if", cst.While: "while", cst.Assert: "assert", cst.IfExp: "if-else"}
 
@@ -292,6 +296,219 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
             findings=[DYNAMIC_SHAPE] * 5,
             why="data-dependent shapes in forward",
         ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\n\ndef train(model, loader, opt):\n"
+            '    criterion = nn.CrossEntropyLoss()\n    best = float("inf")\n'
+            "    for x, y in loader:\n        loss = criterion(model(x), y)\n"
+            "        if loss < best:\n            best = loss\n        loss.backward()\n"
+            "        opt.step()\n",
+            "import torch\nimport torch.nn as nn\n\n\ndef train(model, loader, opt):\n"
+            '    criterion = nn.CrossEntropyLoss()\n    best = float("inf")\n'
+            "    for x, y in loader:\n        loss = criterion(model(x), y)\n"
+            "        # TODO(tpu-migrate): TPU252 Python if on a tensor value syncs with "
+            "the host every step\n        if loss < best:\n            best = loss\n"
+            "        loss.backward()\n        opt.step()\n",
+            findings=["TPU252"],
+            why="a comparison with a loss from an nn loss layer in the training loop",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\n\nclass Solver(nn.Module):\n"
+            "    def forward(self, x):\n        assert (x > 0).all()\n"
+            "        t = torch.ones(3, device=x.device)\n        while t.sum() > 0:\n"
+            "            t = t - 1\n        return x if x.mean() > 0 else -x\n",
+            "import torch\nimport torch.nn as nn\n\n\nclass Solver(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        # TODO(tpu-migrate): TPU252 Python assert on a tensor value syncs "
+            "with the host every step\n        assert (x > 0).all()\n"
+            "        t = torch.ones(3, device=x.device)\n"
+            "        # TODO(tpu-migrate): TPU252 Python while on a tensor value syncs with "
+            "the host every step\n        while t.sum() > 0:\n            t = t - 1\n"
+            "        # TODO(tpu-migrate): TPU252 Python if-else on a tensor value syncs "
+            "with the host every step\n        return x if x.mean() > 0 else -x\n",
+            findings=["TPU252", "TPU252", "TPU252"],
+            why="assert, while and a conditional expression on tensors in forward",
+        ),
+        Invalid(
+            "import torch\n\n\ndef train(model, loader, opt, log):\n    for x, y in loader:\n"
+            "        loss = model(x, y)\n"
+            "        if torch.isnan(loss) or not torch.isfinite(loss).all():\n"
+            '            raise RuntimeError("nan")\n        loss.backward()\n'
+            "        opt.step()\n        log.append(model.out.detach().cpu().numpy())\n"
+            '        ids = y.tolist()\n        probs = loss.to("cpu")\n',
+            "import torch\n\n\ndef train(model, loader, opt, log):\n    for x, y in loader:\n"
+            "        loss = model(x, y)\n"
+            "        # TODO(tpu-migrate): TPU252 Python if on a tensor value syncs with "
+            "the host every step\n"
+            "        if torch.isnan(loss) or not torch.isfinite(loss).all():\n"
+            '            raise RuntimeError("nan")\n        loss.backward()\n'
+            "        opt.step()\n"
+            "        # TODO(tpu-migrate): TPU253 .numpy() copies to the host on every "
+            "step; read values every N steps\n"
+            "        log.append(model.out.detach().cpu().numpy())\n"
+            "        # TODO(tpu-migrate): TPU253 .tolist() copies to the host on every "
+            "step; read values every N steps\n        ids = y.tolist()\n"
+            '        # TODO(tpu-migrate): TPU253 .to("cpu") copies to the host on every '
+            'step; read values every N steps\n        probs = loss.to("cpu")\n',
+            findings=["TPU252", "TPU253", "TPU253", "TPU253"],
+            why="NaN check and host copies in the step; one finding per transfer chain",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\n\nclass Embed(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.emb = nn.Embedding(10, 4)\n\n    def forward(self, input_ids):\n"
+            "        pos = torch.arange(input_ids.size(1))\n"
+            "        mask = torch.ones(input_ids.shape, dtype=torch.bool)\n"
+            "        scale = torch.tensor(0.5)\n"
+            "        return self.emb(input_ids) * scale + self.bias(pos, mask)\n\n"
+            "    def bias(self, pos, mask):\n        return torch.zeros(pos.shape[0], 4)\n",
+            "import torch\nimport torch.nn as nn\n\n\nclass Embed(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.emb = nn.Embedding(10, 4)\n\n    def forward(self, input_ids):\n"
+            "        # TODO(tpu-migrate): TPU254 torch.arange() without device= lands on "
+            "the CPU; add device=input_ids.device\n"
+            "        pos = torch.arange(input_ids.size(1))\n"
+            "        # TODO(tpu-migrate): TPU254 torch.ones() without device= lands on the "
+            "CPU; add device=input_ids.device\n"
+            "        mask = torch.ones(input_ids.shape, dtype=torch.bool)\n"
+            "        # TODO(tpu-migrate): TPU254 torch.tensor() without device= lands on "
+            "the CPU; add device=input_ids.device\n        scale = torch.tensor(0.5)\n"
+            "        return self.emb(input_ids) * scale + self.bias(pos, mask)\n\n"
+            "    def bias(self, pos, mask):\n"
+            "        # TODO(tpu-migrate): TPU254 torch.zeros() without device= lands on "
+            "the CPU; add device=<input>.device\n"
+            "        return torch.zeros(pos.shape[0], 4)\n",
+            findings=["TPU254", "TPU254", "TPU254", "TPU254"],
+            why="factories without device= in forward and in a method forward calls",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\n\nclass LM(nn.Module):\n"
+            "    def __init__(self, vocab, dim):\n        super().__init__()\n"
+            "        self.embed = nn.Embedding(vocab, dim)\n"
+            "        self.head = nn.Linear(dim, vocab, bias=False)\n"
+            "        self.head.weight = self.embed.weight\n\n    def forward(self, x):\n"
+            "        return self.head(self.embed(x))\n\n\ndef main(device):\n"
+            "    model = LM(100, 16)\n    model.to(device)\n"
+            "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "    other = LM(100, 16).to(device)\n    return model, other, opt\n",
+            "import torch\nimport torch.nn as nn\n\n\nclass LM(nn.Module):\n"
+            "    def __init__(self, vocab, dim):\n        super().__init__()\n"
+            "        self.embed = nn.Embedding(vocab, dim)\n"
+            "        self.head = nn.Linear(dim, vocab, bias=False)\n"
+            "        self.head.weight = self.embed.weight\n\n    def forward(self, x):\n"
+            "        return self.head(self.embed(x))\n\n\ndef main(device):\n"
+            "    model = LM(100, 16)\n    model.to(device)\n"
+            "    model.head.weight = model.embed.weight\n"
+            "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "    other = LM(100, 16).to(device)\n    other.head.weight = other.embed.weight\n"
+            "    return model, other, opt\n",
+            why="tie in __init__, model moved two ways: the assignment repeated on the moved model",
+        ),
+        Invalid(
+            "import torch.nn as nn\n\n\nclass TiedLM(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.wte = nn.Embedding(50, 8)\n"
+            "        self.lm_head = nn.Linear(8, 50, bias=False)\n"
+            "        self.tie_weights()\n\n    def tie_weights(self):\n"
+            "        self.lm_head.weight = self.wte.weight\n\n\nmodel = TiedLM()\n"
+            "model = model.to(device)\n",
+            "import torch.nn as nn\n\n\nclass TiedLM(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.wte = nn.Embedding(50, 8)\n"
+            "        self.lm_head = nn.Linear(8, 50, bias=False)\n"
+            "        self.tie_weights()\n\n    def tie_weights(self):\n"
+            "        self.lm_head.weight = self.wte.weight\n\n\nmodel = TiedLM()\n"
+            "model = model.to(device)\nmodel.tie_weights()\n",
+            why="the class defines tie_weights: it is called after the move",
+        ),
+        Invalid(
+            "import torch.nn as nn\n\n\nclass Decoder(nn.Module):\n"
+            "    def __init__(self, encoder):\n        super().__init__()\n"
+            "        self.out = nn.Linear(8, 50)\n        self.src = nn.Embedding(50, 8)\n"
+            "        self.out.weight = self.src.weight\n",
+            "import torch.nn as nn\n\n\nclass Decoder(nn.Module):\n"
+            "    def __init__(self, encoder):\n        super().__init__()\n"
+            "        self.out = nn.Linear(8, 50)\n        self.src = nn.Embedding(50, 8)\n"
+            "        # TODO(tpu-migrate): TPU255 moving the model to the XLA device unties "
+            "these weights; re-tie after .to(device)\n"
+            "        self.out.weight = self.src.weight\n",
+            findings=["TPU255"],
+            why="the model is not built in this file: the tie is reported",
+        ),
+        Invalid(
+            "import torch\n\n\ndef same_storage(a, b):\n"
+            "    return a.data_ptr() == b.data_ptr()\n\n\ndef shares(a, b):\n"
+            "    return a.untyped_storage() is b.storage()\n",
+            "import torch\n\n\ndef same_storage(a, b):\n"
+            "    # TODO(tpu-migrate): TPU256 data_ptr() is 0 for every XLA tensor: "
+            "identity checks built on it break\n    return a.data_ptr() == b.data_ptr()\n\n\n"
+            "def shares(a, b):\n"
+            "    # TODO(tpu-migrate): TPU256 XLA tensors have no storage: this raises; do "
+            "not rely on storage identity\n    return a.untyped_storage() is b.storage()\n",
+            findings=["TPU256", "TPU256", "TPU256", "TPU256"],
+            why="storage identity anywhere in the file",
+        ),
+        Invalid(
+            "import torch\n\n\ndef compute_loss(model, batch):\n"
+            '    out = model(batch["x"])\n    valid = batch["y"] != -100\n'
+            '    return out[valid].mean(), batch["y"][valid].unique().tolist()\n\n\n'
+            "def train(model, loader, opt):\n    for batch in loader:\n"
+            "        loss, classes = compute_loss(model, batch)\n        loss.backward()\n"
+            "        opt.step()\n",
+            "import torch\n\n\ndef compute_loss(model, batch):\n"
+            '    out = model(batch["x"])\n    valid = batch["y"] != -100\n'
+            "    # TODO(tpu-migrate): TPU251 boolean-mask indexing has a data-dependent "
+            "shape; use torch.where / masked_fill\n"
+            "    # TODO(tpu-migrate): TPU253 .tolist() copies to the host on every step; "
+            "read values every N steps\n"
+            '    return out[valid].mean(), batch["y"][valid].unique().tolist()\n\n\n'
+            "def train(model, loader, opt):\n    for batch in loader:\n"
+            "        loss, classes = compute_loss(model, batch)\n        loss.backward()\n"
+            "        opt.step()\n",
+            findings=["TPU251", "TPU253", "TPU251", "TPU251"],
+            why="a helper called from the training loop is step code",
+        ),
+        Invalid(
+            "import torch\n\n\ndef step(model, x, y, opt):\n    loss = model(x, y)\n"
+            "    loss.backward()\n    opt.step()\n    hits = (loss > 0).nonzero()\n"
+            "    return hits.cpu()\n\n\ndef fit(model, loader, opt):\n"
+            "    for epoch in range(2):\n        for x, y in loader:\n"
+            "            step(model, x, y, opt)\n",
+            "import torch\n\n\ndef step(model, x, y, opt):\n    loss = model(x, y)\n"
+            "    loss.backward()\n    opt.step()\n"
+            "    # TODO(tpu-migrate): TPU251 .nonzero() has a data-dependent shape: XLA "
+            "recompiles for each new count\n    hits = (loss > 0).nonzero()\n"
+            "    # TODO(tpu-migrate): TPU253 .cpu() copies to the host on every step; read "
+            "values every N steps\n    return hits.cpu()\n\n\ndef fit(model, loader, opt):\n"
+            "    for epoch in range(2):\n        for x, y in loader:\n"
+            "            step(model, x, y, opt)\n",
+            findings=["TPU251", "TPU253"],
+            why="a step function called from the loop: its transfers and nonzero",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+            "    def forward(self, x, lengths):\n        x[lengths == 0] = 0\n"
+            "        x[x > 1] += 1\n        return x\n",
+            "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+            "    def forward(self, x, lengths):\n"
+            "        # TODO(tpu-migrate): TPU251 boolean-mask write has a data-dependent "
+            "shape; use masked_fill_ / torch.where\n        x[lengths == 0] = 0\n"
+            "        # TODO(tpu-migrate): TPU251 boolean-mask write has a data-dependent "
+            "shape; use masked_fill_ / torch.where\n        x[x > 1] += 1\n        return x\n",
+            findings=["TPU251", "TPU251"],
+            why="boolean-mask writes TPU116 leaves alone (per-row mask, +=) in forward",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        # TODO(tpu-migrate): TPU252 Python if on a tensor value syncs with "
+            "the host every step\n        if x.sum() > 0:\n            x = x * 2\n"
+            "        return x\n",
+            "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        # TODO(tpu-migrate): TPU252 Python if on a tensor value syncs with "
+            "the host every step\n        if x.sum() > 0:\n            x = x * 2\n"
+            "        return x\n",
+            findings=["TPU252"],
+            why="an existing marker is not repeated",
+        ),
     ]
 
     def __init__(self, context) -> None:
@@ -396,11 +613,7 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
         method = facts.method_of(call)
         if method is not None and method[1] in STORAGE_METHODS and not call.args:
             if not (isinstance(method[0], cst.Name) and method[0].value == "self"):
-                self.flag(
-                    call,
-                    STORAGE_IDENTITY,
-                    f".{method[1]}() does not identify XLA tensors (data_ptr() is 0)",
-                )
+                self.flag(call, STORAGE_IDENTITY, STORAGE_MESSAGES.get(method[1], STORAGE_RAISES))
             return
         region = self._region(call)
         if region is None:
@@ -415,8 +628,8 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
                 self.flag(
                     call,
                     HOST_TRANSFER,
-                    f".{method[1]}() copies to the host on every step; read values every N "
-                    "steps",
+                    f"{_transfer_label(method[1])} copies to the host on every step; read "
+                    "values every N steps",
                 )
         elif region == "forward" and function in FACTORIES and self._lands_on_cpu(call):
             device = self._forward_input(call)
@@ -669,3 +882,7 @@ def _one_argument(call: cst.Call) -> bool:
 
 def _dynamic_message(name: str) -> str:
     return f"{name} has a data-dependent shape: XLA recompiles for each new count"
+
+
+def _transfer_label(method: str) -> str:
+    return '.to("cpu")' if method == "to" else f".{method}()"
