@@ -116,6 +116,12 @@ class MaskedWrites(TpuCodemod):
             why="the value comes from another tensor whose dtype may differ",
         ),
         Valid(
+            "import torch\n\n\ndef top_k(logits: torch.Tensor, k: int):\n"
+            "    v, _ = torch.topk(logits, k)\n    logits[logits < v[:, [-1]]] = -float('Inf')\n"
+            "    return logits\n",
+            why="compared with another tensor: the mask's shape is not provably logits'",
+        ),
+        Valid(
             "import torch\n\n\ndef f(x: torch.Tensor):\n    x.masked_fill_(x < 0, 0)\n"
             "    return x\n",
             why="already the static form",

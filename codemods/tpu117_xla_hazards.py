@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ._base import FindingDoc, Invalid, Safety, TpuCodemod, Valid, code_of, dotted_name, walk_all
-from ._loops import ModuleIndex, new_statement, positional_arguments, walk_code
+from ._loops import ModuleIndex, new_statement, walk_code
 from ._statements import AppliesStatementEdits
 from ._tensors import TensorFacts
 
@@ -509,6 +509,19 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
             findings=["TPU252"],
             why="an existing marker is not repeated",
         ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n        if x.dim() == 2:\n            y = x\n"
+            "        elif x.sum() > 0:\n            y = -x\n        else:\n"
+            "            y = x\n        return y\n",
+            "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n        if x.dim() == 2:\n            y = x\n"
+            "        # TODO(tpu-migrate): TPU252 Python if on a tensor value syncs with "
+            "the host every step\n        elif x.sum() > 0:\n            y = -x\n"
+            "        else:\n            y = x\n        return y\n",
+            findings=["TPU252"],
+            why="an elif on a tensor gets its marker above the elif line",
+        ),
     ]
 
     def __init__(self, context) -> None:
@@ -576,16 +589,14 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
         )
 
     def _region(self, node: cst.CSTNode) -> str | None:
-        """ "forward" (forward and what it calls), "step" (other per-step code) or None; None
-        also under a periodic ``if step % N == 0:`` guard."""
+        """Which step code ``node`` runs in: ``"forward"`` (forward and what it calls),
+        ``"step"`` (the rest of the per-step code) or None, also under a periodic
+        ``if step % N == 0:`` guard."""
         previous = node
         for ancestor in self.index.ancestors(node):
-            if (
-                isinstance(ancestor, cst.If)
-                and _is_periodic(ancestor.test)
-                and (previous is not ancestor.test)
-            ):
-                return None
+            if isinstance(ancestor, cst.If) and _is_periodic(ancestor.test):
+                if previous is not ancestor.test:
+                    return None
             if isinstance(ancestor, (cst.For, cst.While)) and id(ancestor) in self._step_loops:
                 if previous is ancestor.body:
                     return "step"

@@ -10,7 +10,7 @@ import pytest
 
 from migrate.cli import main
 
-HAZARDS = '''\
+HAZARDS = """\
 import torch
 import torch.nn as nn
 
@@ -32,7 +32,7 @@ def train(model, loader, opt):
         opt.step()
         print(y.tolist())
     return model.fc.weight.cpu()
-'''
+"""
 
 
 def run(capsys, *argv: str) -> tuple[int, str]:
@@ -81,9 +81,7 @@ def test_check_json_lists_hazards_with_file_and_line(project, capsys):
     assert code == 1
     (entry,) = json.loads(out)["files"]
     assert entry["path"] == "pkg/net.py"
-    hazards = [
-        (f["code"], f["line"]) for f in entry["findings"] if f["code"].startswith("TPU25")
-    ]
+    hazards = [(f["code"], f["line"]) for f in entry["findings"] if f["code"].startswith("TPU25")]
     # forward: arange without device (11), mask gather (12); loop: .tolist() (20). The .cpu()
     # after the loop (21) is not step code.
     assert hazards == [("TPU254", 11), ("TPU251", 12), ("TPU253", 20)]
