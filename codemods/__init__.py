@@ -2,7 +2,13 @@
 
 Order matters: old torch_xla spellings are modernised first, then devices are chosen (and models
 put on them before their optimizers are built), CUDA runtime calls mapped, loaders wrapped, and
-last the step boundary is placed (it needs to know whether the loop iterates an MpDeviceLoader).
+the step boundary is placed (it needs to know whether the loop iterates an MpDeviceLoader).
+
+TPU116 (boolean-mask writes) is a local rewrite that depends on no other rule; it runs before
+TPU117 so that only the writes it could not make static are reported. TPU117 (XLA hazards) runs
+last: it reports on the code as it will be written (after ``.cuda()`` became ``.to(device)``, so
+it can re-tie shared weights right after that move) and its markers are not disturbed by later
+statement edits.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from .tpu109_checkpoints import Checkpoints
 from .tpu110_xla_rng import XlaRng
 from .tpu111_sparse_embeddings import SparseEmbeddings
 from .tpu112_torch_compile import TorchCompile
+from .tpu116_masked_writes import MaskedWrites
+from .tpu117_xla_hazards import XlaHazards
 
 PIPELINE: tuple[type[TpuCodemod], ...] = (
     ModernizeTorchXla,
@@ -34,8 +42,10 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     XlaRng,
     SparseEmbeddings,
     TorchCompile,
+    MaskedWrites,
     ParallelLoader,
     StepBoundary,
+    XlaHazards,
 )
 
 __all__ = [

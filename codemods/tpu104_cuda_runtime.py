@@ -8,7 +8,18 @@ from typing import Iterator, Union
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
-from ._base import TORCH_XLA, XM, XR, ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of
+from ._base import (
+    TORCH_XLA,
+    XM,
+    XR,
+    FindingDoc,
+    ImportSpec,
+    Invalid,
+    Safety,
+    TpuCodemod,
+    Valid,
+    code_of,
+)
 from ._statements import AppliesStatementEdits, Block
 
 
@@ -72,6 +83,10 @@ CPP_EXTENSION = Flag(
     CUSTOM_KERNEL, "custom C++/CUDA kernels do not run on XLA; use XLA ops or a Pallas kernel"
 )
 TRITON = Flag(CUSTOM_KERNEL, "Triton kernels do not run on TPU; use XLA ops or a Pallas kernel")
+JITERATOR = Flag(CUSTOM_KERNEL, "jiterator compiles CUDA kernels; use XLA ops or a Pallas kernel")
+CUDA_PROFILER = Flag(
+    CUDA_ONLY, "CUDA profiler control; use xp.start_server / xp.trace from torch_xla.debug.profiler"
+)
 BEFORE_LAUNCH = "no XLA call may run before launch; move this into the launched function"
 REMOVABLE_HERE = "CUDA-only API with no XLA equivalent; drop this use"
 
@@ -127,6 +142,14 @@ CALLS: dict[str, Action] = {
     "torch.cuda.CUDAGraph": GRAPHS,
     "torch.cuda.graph": GRAPHS,
     "torch.cuda.make_graphed_callables": GRAPHS,
+    "torch.cuda.graph_pool_handle": GRAPHS,
+    "torch.cuda.is_current_stream_capturing": GRAPHS,
+    "torch.cuda.StreamContext": STREAMS,
+    # NVTX ranges emitted by the autograd profiler; not rewritten to xp.Trace: emit_nvtx
+    # annotates every op, xp.Trace only the block it wraps.
+    "torch.autograd.profiler.emit_nvtx": NVTX,
+    "torch.library.triton_op": TRITON,
+    "torch.library.wrap_triton": TRITON,
     "torch.cuda.OutOfMemoryError": OOM,
     "torch.utils.cpp_extension.load": CPP_EXTENSION,
     "torch.utils.cpp_extension.load_inline": CPP_EXTENSION,
@@ -140,6 +163,9 @@ NAMESPACES: dict[str, Flag] = {
     "torch.cuda.nvtx.": NVTX,
     "torch.cuda.graphs.": GRAPHS,
     "torch.cuda.streams.": STREAMS,
+    "torch.cuda.profiler.": CUDA_PROFILER,
+    "torch.cuda.jiterator.": JITERATOR,
+    "torch.utils.cpp_extension.": CPP_EXTENSION,
     "torch.backends.cudnn.": CUDNN,
     "torch.backends.cuda.": CUDA_BACKEND,
 }
@@ -277,10 +303,31 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
     SUMMARY = "Map torch.cuda runtime calls to torch_xla, delete CUDA no-ops, flag CUDA-only APIs"
     SAFETY = Safety.SAFE
     FINDINGS = {
-        CUDA_ONLY: "CUDA-only API with no XLA equivalent",
-        CUSTOM_KERNEL: "custom CUDA/C++ or Triton kernel that cannot run on TPU",
+        CUDA_ONLY: FindingDoc(
+            "CUDA-only API with no XLA equivalent",
+            why="The CUDA runtime is not there on a TPU host: the call raises, silently does "
+            "nothing, or returns a misleading value (0 devices, 0 bytes). XLA orders device work, "
+            "manages memory and caches compiled graphs itself, so streams, events, CUDA graphs, "
+            "NVTX ranges and cuDNN switches have nothing to act on.",
+            what_to_do="Follow the hint in the marker: use the XLA counterpart where there is one "
+            "(xm.wait_device_ops() to wait, xm.get_memory_info(device) for memory, "
+            "torch.autocast('xla', dtype=torch.bfloat16) for AMP, xp.Trace(name) from "
+            "torch_xla.debug.profiler for profiler ranges, torch_xla.manual_seed for seeding), "
+            "otherwise delete the use. Code that must still run on GPUs can keep it behind a "
+            "device-type check.",
+        ),
+        CUSTOM_KERNEL: FindingDoc(
+            "custom CUDA/C++ or Triton kernel that cannot run on TPU",
+            why="CUDA C++ extensions, jiterator and Triton kernels compile for NVIDIA GPUs. XLA "
+            "can neither run nor fuse them, so the call fails on a TPU (or the extension does "
+            "not even build).",
+            what_to_do="Express the operation with torch ops that XLA lowers (the compiler "
+            "usually fuses them as well as the hand-written kernel), or write a Pallas kernel "
+            "for TPU (torch_xla.experimental.custom_kernel); keep the CUDA path behind a device "
+            "check if the script must still run on GPUs.",
+        ),
     }
-    TRIGGERS = ("cuda", "cudnn", "triton", "cpp_extension")
+    TRIGGERS = ("cuda", "cudnn", "triton", "cpp_extension", "nvtx")
 
     VALID = [
         Valid(
@@ -607,6 +654,24 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
             "'fused_kernel.cu'])\n",
             findings=["TPU202"],
             why="a custom CUDA extension",
+        ),
+        Invalid(
+            "import torch\nfrom torch.utils.cpp_extension import BuildExtension\n\n"
+            "cmd = {'build_ext': BuildExtension}\n"
+            "fn = torch.cuda.jiterator._create_jit_fn('template <typename T> T f(T x) { return x; }')\n"
+            "torch.cuda.profiler.start()\nwith torch.autograd.profiler.emit_nvtx():\n    y = f(x)\n",
+            "import torch\nfrom torch.utils.cpp_extension import BuildExtension\n\n"
+            "# TODO(tpu-migrate): TPU202 custom C++/CUDA kernels do not run on XLA; use XLA ops "
+            "or a Pallas kernel\ncmd = {'build_ext': BuildExtension}\n"
+            "# TODO(tpu-migrate): TPU202 jiterator compiles CUDA kernels; use XLA ops or a Pallas "
+            "kernel\nfn = torch.cuda.jiterator._create_jit_fn('template <typename T> T f(T x) { "
+            "return x; }')\n"
+            "# TODO(tpu-migrate): TPU201 CUDA profiler control; use xp.start_server / xp.trace "
+            "from torch_xla.debug.profiler\ntorch.cuda.profiler.start()\n"
+            "# TODO(tpu-migrate): TPU201 NVTX ranges are CUDA-only; use xp.Trace from "
+            "torch_xla.debug.profiler\nwith torch.autograd.profiler.emit_nvtx():\n    y = f(x)\n",
+            findings=["TPU202", "TPU202", "TPU201", "TPU201"],
+            why="extension builds, jiterator, CUDA profiler control and autograd NVTX ranges",
         ),
         Invalid(
             "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from ._base import ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
+from ._base import FindingDoc, ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
 from ._statements import AppliesStatementEdits, Replacement
 
 TORCH = ImportSpec("torch")
@@ -136,7 +136,19 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
         "(bf16 tolerance); fp32 logic is unchanged"
     )
     TRIGGERS = ("autocast", "GradScaler")
-    FINDINGS = {FINDING: "a GradScaler used in a way tpu-migrate cannot unwrap; remove it by hand"}
+    FINDINGS = {
+        FINDING: FindingDoc(
+            "a GradScaler used in a way tpu-migrate cannot unwrap; remove it by hand",
+            why="TPU mixed precision is bfloat16, which has float32's exponent range: losses do "
+            "not underflow and need no scaling. GradScaler exists for CUDA float16; on XLA it "
+            "either fails (CUDA-only scaler) or adds inf checks and scale updates that read "
+            "values on the host every step.",
+            what_to_do="Replace scaler.scale(loss).backward() with loss.backward(), "
+            "scaler.step(opt) with opt.step(), delete scaler.update() and unscale_ calls, drop "
+            "the scaler from checkpoints, and run the forward pass under "
+            "torch.autocast('xla', dtype=torch.bfloat16).",
+        )
+    }
 
     VALID = [
         Valid(

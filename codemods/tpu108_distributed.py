@@ -8,7 +8,17 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from ._base import TORCH_XLA, XR, ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of
+from ._base import (
+    TORCH_XLA,
+    XR,
+    FindingDoc,
+    ImportSpec,
+    Invalid,
+    Safety,
+    TpuCodemod,
+    Valid,
+    code_of,
+)
 from ._statements import AppliesStatementEdits, Replacement
 
 XLA_BACKEND = ImportSpec("torch_xla.distributed.xla_backend")
@@ -130,9 +140,27 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
     SUMMARY = "Port NCCL/gloo DDP, torchrun and mp.spawn to the XLA backend and torch_xla.launch"
     SAFETY = Safety.SEMANTIC
     FINDINGS = {
-        "TPU203": "nn.DataParallel removed: data parallelism on TPU is one process per device "
-        "(torch_xla.launch) or SPMD",
-        "TPU205": "the XLA device is used before torch_xla.launch: move it into the launched function",
+        "TPU203": FindingDoc(
+            "nn.DataParallel removed: data parallelism on TPU is one process per device "
+            "(torch_xla.launch) or SPMD",
+            why="nn.DataParallel drives several GPUs from one process with threads and splits "
+            "each batch between them; torch_xla has no such mode. Without it the script trains "
+            "on one device, with the whole batch on that device.",
+            what_to_do="For several devices start one process per device with "
+            "torch_xla.launch(_mp_fn), give each a DistributedSampler so that it sees its own "
+            "part of the data, and let xm.optimizer_step(opt) all-reduce the gradients; or "
+            "shard with SPMD. Check the batch size and learning rate: each process now has "
+            "its own batch.",
+        ),
+        "TPU205": FindingDoc(
+            "the XLA device is used before torch_xla.launch: move it into the launched function",
+            why="The first XLA call starts the runtime in the parent process; torch_xla.launch "
+            "then fails with 'Runtime is already initialized' or the workers cannot get their "
+            "own device.",
+            what_to_do="Move torch_xla.device() and every other XLA call (models moved to the "
+            "device, xm/xr queries) into the function that torch_xla.launch starts; the parent "
+            "should only parse arguments and launch.",
+        ),
     }
     TRIGGERS = (
         "distributed",
@@ -572,7 +600,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         if node is self._main_block and self._launched:
             for statement in node.body.body:
                 if isinstance(statement, cst.SimpleStatementLine) and self._gets_device(statement):
-                    self.flag(statement, "TPU205", self.FINDINGS["TPU205"])
+                    self.flag(statement, "TPU205", self.finding_doc("TPU205").summary)
 
     def _next_statement(self, statement: cst.CSTNode) -> cst.CSTNode:
         """Where a marker for ``statement`` goes when ``statement`` itself is removed."""
@@ -881,7 +909,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
     def _flag_data_parallel(self, call: cst.Call, marker_at: cst.CSTNode) -> None:
         self.release_binding(call.func)
         self.record_rewrite()
-        self.flag(marker_at, "TPU203", self.FINDINGS["TPU203"])
+        self.flag(marker_at, "TPU203", self.finding_doc("TPU203").summary)
 
 
 # --------------------------------------------------------------------- helpers

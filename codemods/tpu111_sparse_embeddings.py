@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ._base import ImportSpec, Invalid, Safety, TpuCodemod, Valid
+from ._base import FindingDoc, ImportSpec, Invalid, Safety, TpuCodemod, Valid
 
 FINDING = "TPU204"
 # Callables with a ``sparse=`` keyword that makes the weight's gradient a sparse tensor.
@@ -82,7 +82,17 @@ class SparseEmbeddings(TpuCodemod):
         "so results differ after the first step; compare the script's dense-optimizer path"
     )
     FINDINGS = {
-        FINDING: "dense embedding gradients / dense Adam instead of SparseAdam: behaviour change"
+        FINDING: FindingDoc(
+            "dense embedding gradients / dense Adam instead of SparseAdam: behaviour change",
+            why="XLA has no sparse tensors: Embedding(sparse=True) raises in backward and "
+            "SparseAdam raises on the dense gradients, so the rule switched to dense gradients "
+            "and Adam. Each step now materialises a gradient as large as the table, and dense "
+            "Adam moves every row, also rows that are not in the batch (their momentum "
+            "decays), where SparseAdam left them alone: training differs after the first step.",
+            what_to_do="Check that the table's dense gradient fits in device memory and that "
+            "convergence is still acceptable (compare with a dense run of the original); for "
+            "very large tables shard the embedding with SPMD.",
+        )
     }
     TRIGGERS = ("sparse", "SparseAdam")
 

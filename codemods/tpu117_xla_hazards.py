@@ -1,0 +1,899 @@
+"""TPU117: report what makes XLA recompile, sync or diverge inside the step; re-tie shared weights."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ._base import FindingDoc, Invalid, Safety, TpuCodemod, Valid, code_of, dotted_name, walk_all
+from ._loops import ModuleIndex, new_statement, walk_code
+from ._statements import AppliesStatementEdits
+from ._tensors import TensorFacts
+
+DYNAMIC_SHAPE = "TPU251"
+TENSOR_CONTROL_FLOW = "TPU252"
+HOST_TRANSFER = "TPU253"
+HOST_FACTORY = "TPU254"
+UNTIED_WEIGHTS = "TPU255"
+STORAGE_IDENTITY = "TPU256"
+
+DYNAMIC_FUNCTIONS = frozenset(
+    {"nonzero", "unique", "unique_consecutive", "masked_select", "argwhere"}
+)
+TRANSFER_METHODS = frozenset({"tolist", "numpy", "cpu"})
+FACTORIES = frozenset(
+    {"zeros", "ones", "empty", "full", "arange", "range", "linspace", "logspace", "rand",
+     "randn", "randint", "randperm", "tensor", "eye", "tril_indices", "triu_indices"}
+)  # fmt: skip
+# ``torch.arange(n).to(x.device)``: the tensor is moved right away.
+MOVES = frozenset({"to", "cuda", "type_as"})
+STORAGE_METHODS = frozenset({"data_ptr", "untyped_storage", "storage", "_cdata"})
+STORAGE_RAISES = "XLA tensors have no storage: this raises; do not rely on storage identity"
+STORAGE_MESSAGES = {
+    "data_ptr": "data_ptr() is 0 for every XLA tensor: identity checks built on it break"
+}
+TIED_ATTRIBUTES = frozenset({"weight", "bias"})
+CONTROL_FLOW = {cst.If: "if", cst.While: "while", cst.Assert: "assert", cst.IfExp: "if-else"}
+
+
+@dataclass(frozen=True)
+class Tie:
+    """``self.<target> = self.<source>`` in a method of a model class."""
+
+    cls: cst.ClassDef
+    method: cst.FunctionDef
+    statement: cst.SimpleStatementLine
+    target: str  # "head.weight"
+    source: str  # "embed.weight"
+
+
+class XlaHazards(AppliesStatementEdits, TpuCodemod):
+    """
+    What it does
+        Reports (finding and inline TODO marker) the patterns that make a migrated script
+        recompile, sync with the host or silently diverge on XLA, and re-ties shared weights
+        after the model moves to the XLA device.
+
+        Where: data-dependent shapes, control flow and host transfers are reported only in
+        code that runs on the device every step: the body of a training loop (the innermost
+        loop around a ``.backward()`` call, or around a call of a function of this file that
+        calls ``.backward()`` outside a loop), such step functions themselves, ``forward``
+        methods of ``nn.Module`` classes, and every function of this file they call (followed
+        through plain calls and ``self.method()`` calls). Code after the batch loop (epoch
+        end), data preparation and evaluation helpers called from the epoch loop are not
+        step code. Code under a periodic guard (an ``if`` whose test uses ``%``, like
+        ``if step % 100 == 0:``) runs every N steps, which is the recommended place for
+        syncs, and is not reported either.
+
+        - TPU251 data-dependent shapes: ``torch.nonzero`` / ``.nonzero()``, ``unique``,
+          ``unique_consecutive``, ``masked_select``, ``argwhere``, ``torch.where(cond)`` with
+          one argument, a boolean-mask gather ``x[mask]`` and a boolean-mask write TPU116 could
+          not rewrite (the mask is a comparison, ``~``/``&``/``|``, ``torch.isnan``,
+          ``.bool()``, a ``dtype=torch.bool`` factory or a name bound to one).
+        - TPU252 ``if`` / ``while`` / ``assert`` / ``a if c else b`` on a tensor value
+          (``if loss < best:``, ``while t.sum() > 0:``, ``assert (x > 0).all()``). A value is a
+          tensor when it comes from a torch function, a tensor method, an ``nn`` layer or
+          model call, a ``forward`` input or an annotated ``torch.Tensor`` parameter;
+          ``.item()``, ``.dim()``, ``.shape`` are Python values (``.item()`` is TPU115's).
+        - TPU253 ``.tolist()``, ``.numpy()``, ``.cpu()``, ``.to("cpu")`` in step code (once
+          per chain: ``x.cpu().numpy()`` is one transfer).
+        - TPU254 ``torch.zeros/ones/empty/full/arange/rand/randn/randint/tensor/eye/...``
+          without ``device=`` in ``forward`` or a function it calls, unless moved at once
+          (``.to(x.device)``). The message names ``forward``'s first input as the device to
+          use. Not rewritten: an input can legitimately live on the CPU (``lengths`` for
+          ``pack_padded_sequence``), and then ``device=lengths.device`` would be wrong.
+        - TPU255 weight tying: ``self.head.weight = self.embed.weight`` (``weight`` / ``bias``
+          of two submodules) in a model class. When this file builds the model
+          (``model = LM(...)``) and moves it (``model.to(device)``, ``model =
+          model.to(device)``, ``model = LM(...).to(device)``), the re-tie is inserted right
+          after the move: ``model.tie_weights()`` when the class defines ``tie_weights``, else
+          the same assignment on the moved model (``model.head.weight = model.embed.weight``).
+          Otherwise (the model is built in another file, the tie is in another method) the tie
+          is reported. A move to a dtype or to ``"cpu"`` keeps the tie and is ignored.
+        - TPU256 ``.data_ptr()``, ``.untyped_storage()``, ``.storage()`` anywhere in the file
+          (identity logic breaks wherever the tensor is an XLA tensor).
+
+        ``.item()`` is handled by TPU115; CUDA-only APIs (streams, events, graphs, NVTX,
+        custom kernels) by TPU104 (TPU201/TPU202).
+
+    Why
+        XLA compiles one graph per distinct program and shape. A shape that depends on the data
+        (TPU251) compiles a new graph for each new count and falls back to the CPU; Python
+        control flow on a tensor (TPU252) and host copies (TPU253) cut the graph and wait for
+        the device in the middle of every step; CPU-created tensors (TPU254) fail with a device
+        mismatch or are uploaded every step; ``module.to(xla)`` creates a new parameter per
+        name, so tied weights come apart and train separately (TPU255, verified: 1 parameter
+        becomes 2); XLA tensors have no storage (``data_ptr()`` is 0, ``untyped_storage()``
+        raises: TPU256).
+
+    Example
+        Before::
+
+            model = LM(vocab)
+            model.to(device)
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                if loss < best:
+                    best = loss
+
+        After::
+
+            model = LM(vocab)
+            model.to(device)
+            model.head.weight = model.embed.weight
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                # TODO(tpu-migrate): TPU252 Python if on a tensor value syncs with the host ...
+                if loss < best:
+                    best = loss
+    """
+
+    CODE = "TPU117"
+    NAME = "xla-hazards"
+    SUMMARY = "Report recompiles, host syncs and storage use in the step; re-tie shared weights"
+    SAFETY = Safety.SEMANTIC
+    FINDINGS = {
+        DYNAMIC_SHAPE: FindingDoc(
+            "data-dependent shape in step code (nonzero, unique, masked_select, x[mask])",
+            why="The number of elements these ops return depends on the data. XLA compiles a "
+            "graph for fixed shapes, so every new count compiles a new graph (measured: 6 "
+            "compiles in 5 steps) and the op falls back to the CPU with a host round trip "
+            "(aten::nonzero).",
+            what_to_do="Keep shapes fixed: x.masked_fill(~mask, 0) or torch.where(mask, x, 0) "
+            "instead of x[mask]; reduce with mask.sum() as the count; torch.topk, one-hot "
+            "products, scatter_add or bincount(minlength=n) instead of unique; "
+            "torch.nonzero_static(x, size=k) with a fixed size. Data-dependent selection that "
+            "is really needed belongs outside the step (data loading, evaluation at epoch end).",
+        ),
+        TENSOR_CONTROL_FLOW: FindingDoc(
+            "Python control flow on a tensor value in step code",
+            why="Python must know the branch, so bool(tensor) copies the value to the host: "
+            "the graph is cut, the device finishes the pending work, and the rest of the step "
+            "becomes a second graph (2 executions per step instead of 1, plus a compile per "
+            "branch taken).",
+            what_to_do="Compute both outcomes and select with torch.where / torch.clamp, keep "
+            "running values such as the best loss as tensors, or move the check out of the "
+            "step: do it every N steps under if step % N == 0 or inside "
+            "xm.add_step_closure(...), e.g. for NaN checks.",
+        ),
+        HOST_TRANSFER: FindingDoc(
+            "host transfer (.tolist() / .numpy() / .cpu()) inside the training step",
+            why="The copy needs the value, so XLA executes the graph built so far and waits "
+            "for it in the middle of the step: one extra execution and a device-to-host "
+            "transfer per step, and the host can no longer trace ahead of the device.",
+            what_to_do="Keep the values on the device and read them once per epoch or every N "
+            "steps (accumulate in a device tensor, or collect in xm.add_step_closure(...) "
+            "under if step % N == 0). Metrics for a plot can be gathered after the loop.",
+        ),
+        HOST_FACTORY: FindingDoc(
+            "tensor created without device= in forward: it lands on the CPU",
+            why="torch.zeros / arange / tensor(...) without device= create a CPU tensor. "
+            "Mixed with XLA inputs this raises a device-mismatch error, or the op runs on the "
+            "CPU and the tensor is uploaded on every call.",
+            what_to_do="Pass device=x.device (x: an input of forward), use x.new_zeros(...) / "
+            "torch.zeros_like(x), or register a constant once as a buffer in __init__ "
+            "(self.register_buffer('pos', torch.arange(n), persistent=False)) so that "
+            "model.to(device) moves it.",
+        ),
+        UNTIED_WEIGHTS: FindingDoc(
+            "weight tying is undone when the model moves to the XLA device",
+            why="module.to(xla) replaces every parameter by a new XLA parameter, one per name, "
+            "so two names that shared one tensor get two: the head and the embedding train "
+            "separately and the parameter count grows (verified on XLA:CPU: 1 -> 2).",
+            what_to_do="Tie again after the move: model.tie_weights() (Hugging Face models or "
+            "a method of your own) or repeat the assignment on the moved model, "
+            "model.head.weight = model.embed.weight, before the optimizer is built.",
+        ),
+        STORAGE_IDENTITY: FindingDoc(
+            "data_ptr() / storage() identity does not work on XLA tensors",
+            why="XLA tensors have no host storage: data_ptr() returns 0 for every tensor (so "
+            "identity checks say everything is shared) and untyped_storage() / storage() "
+            "raise.",
+            what_to_do="Compare tensors with `is`, track sharing by parameter name "
+            "(model.named_parameters(remove_duplicate=False)), or do the storage logic on "
+            "CPU copies before moving to the device.",
+        ),
+    }
+
+    VALID = [
+        Valid(
+            "import numpy as np\nimport torch\n\n\ndef prepare(labels):\n"
+            "    arr = np.asarray(labels)\n    keep = arr.nonzero()[0]\n"
+            "    classes = np.unique(arr)\n    return torch.tensor(arr[keep]), classes\n",
+            why="nonzero/unique in data preparation on the CPU",
+        ),
+        Valid(
+            "import torch\n\n\ndef train(model, loader, opt, criterion):\n"
+            "    for epoch in range(10):\n        if epoch < 3:\n            warmup(opt)\n"
+            "        for x, y in loader:\n            loss = criterion(model(x), y)\n"
+            "            if loss.item() > 100:\n                continue\n"
+            "            loss.backward()\n            opt.step()\n",
+            why="control flow on Python ints; .item() belongs to TPU115",
+        ),
+        Valid(
+            "import torch\nimport matplotlib.pyplot as plt\n\n\n"
+            "def train(model, loader, opt):\n    history = []\n    for epoch in range(3):\n"
+            "        for x, y in loader:\n            loss = model(x, y)\n"
+            "            loss.backward()\n            opt.step()\n"
+            "            history.append(loss.detach())\n"
+            "        curve = torch.stack(history).cpu().numpy()\n        plt.plot(curve)\n",
+            why=".cpu() at the end of the epoch, after the batch loop",
+        ),
+        Valid(
+            "import torch\nimport torch.nn as nn\n\n\nclass Pos(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        pos = torch.arange(x.size(1), device=x.device)\n"
+            "        zeros = torch.zeros(x.shape, dtype=x.dtype, device=x.device)\n"
+            "        ones = torch.ones_like(x)\n        bias = x.new_zeros(3)\n"
+            "        steps = torch.arange(4).to(x.device)\n"
+            "        if x.dim() == 3 and self.training:\n            x = x + 1\n"
+            "        return x + pos + zeros + ones + bias.sum() + steps.sum()\n",
+            why="factories with device=, *_like, new_*, moved at once; control flow on ints",
+        ),
+        Valid(
+            "import torch\n\n\ndef build():\n    grid = torch.zeros(4, 4)\n"
+            "    return grid[grid > 0], torch.nonzero(grid)\n",
+            why="not step code: not forward, no training loop calls it",
+        ),
+        Valid(
+            "import torch\n\n\ndef train(model, loader, opt):\n"
+            "    for step, (x, y) in enumerate(loader):\n        loss = model(x, y)\n"
+            "        loss.backward()\n        opt.step()\n        if step % 100 == 0:\n"
+            "            print(loss.detach().cpu().tolist())\n"
+            "            if torch.isnan(loss):\n                raise RuntimeError('nan')\n",
+            why="syncs under a periodic guard are the recommended form",
+        ),
+        Valid(
+            "import torch\nimport torch.nn as nn\n\n\nclass LM(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.embed = nn.Embedding(10, 4)\n        self.head = nn.Linear(4, 10)\n"
+            "        self.head.weight = self.embed.weight\n\n\n"
+            "model = LM()\nmodel.to(device)\nmodel.head.weight = model.embed.weight\n"
+            "half = model.to(torch.bfloat16)\n",
+            why="already re-tied after the move; a dtype cast keeps the tie",
+        ),
+        Valid(
+            "import torch\n\n\ndef same(a, b):\n    return a is b\n\n\n"
+            "class Store:\n    def storage(self, name):\n        return name\n\n\n"
+            "s = Store().storage('x')\n",
+            why="identity with `is`; a storage() method with an argument is not torch's",
+        ),
+        Valid(
+            "import torch\n\n\ndef train(model, loader, opt):\n    for x, y in loader:\n"
+            "        loss = model(x, y)\n        if loss is None or y.shape[0] < 2:\n"
+            "            continue\n        loss.backward()\n        opt.step()\n"
+            "        scores = torch.where(y > 0, loss, 0.0)\n",
+            why="`is None` and shapes are Python values; three-argument torch.where is static",
+        ),
+        Valid(
+            "import torch\n\n\ndef evaluate(model, loader):\n    preds = []\n"
+            "    with torch.no_grad():\n        for x, y in loader:\n"
+            "            preds.extend(model(x).argmax(1).cpu().tolist())\n    return preds\n",
+            why="an evaluation loop (no backward) is not a training step",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\n\nclass Head(nn.Module):\n"
+            "    def forward(self, x, labels):\n        idx = torch.nonzero(labels)\n"
+            "        uniq = labels.unique()\n        picked = x[labels > 0]\n"
+            "        sel = torch.masked_select(x, x > 0)\n        pos = torch.where(labels)\n"
+            "        return idx, uniq, picked, sel, pos\n",
+            "import torch\nimport torch.nn as nn\n\n\nclass Head(nn.Module):\n"
+            "    def forward(self, x, labels):\n"
+            "        # TODO(tpu-migrate): TPU251 torch.nonzero has a data-dependent shape: XLA "
+            "recompiles for each new count\n        idx = torch.nonzero(labels)\n"
+            "        # TODO(tpu-migrate): TPU251 .unique() has a data-dependent shape: XLA "
+            "recompiles for each new count\n        uniq = labels.unique()\n"
+            "        # TODO(tpu-migrate): TPU251 boolean-mask indexing has a data-dependent "
+            "shape; use torch.where / masked_fill\n        picked = x[labels > 0]\n"
+            "        # TODO(tpu-migrate): TPU251 torch.masked_select has a data-dependent shape: "
+            "XLA recompiles for each new count\n        sel = torch.masked_select(x, x > 0)\n"
+            "        # TODO(tpu-migrate): TPU251 torch.where(cond) has a data-dependent shape: "
+            "XLA recompiles for each new count\n        pos = torch.where(labels)\n"
+            "        return idx, uniq, picked, sel, pos\n",
+            findings=[DYNAMIC_SHAPE] * 5,
+            why="data-dependent shapes in forward",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\n\ndef train(model, loader, opt):\n"
+            '    criterion = nn.CrossEntropyLoss()\n    best = float("inf")\n'
+            "    for x, y in loader:\n        loss = criterion(model(x), y)\n"
+            "        if loss < best:\n            best = loss\n        loss.backward()\n"
+            "        opt.step()\n",
+            "import torch\nimport torch.nn as nn\n\n\ndef train(model, loader, opt):\n"
+            '    criterion = nn.CrossEntropyLoss()\n    best = float("inf")\n'
+            "    for x, y in loader:\n        loss = criterion(model(x), y)\n"
+            "        # TODO(tpu-migrate): TPU252 Python if on a tensor value syncs with "
+            "the host every step\n        if loss < best:\n            best = loss\n"
+            "        loss.backward()\n        opt.step()\n",
+            findings=["TPU252"],
+            why="a comparison with a loss from an nn loss layer in the training loop",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\n\nclass Solver(nn.Module):\n"
+            "    def forward(self, x):\n        assert (x > 0).all()\n"
+            "        t = torch.ones(3, device=x.device)\n        while t.sum() > 0:\n"
+            "            t = t - 1\n        return x if x.mean() > 0 else -x\n",
+            "import torch\nimport torch.nn as nn\n\n\nclass Solver(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        # TODO(tpu-migrate): TPU252 Python assert on a tensor value syncs "
+            "with the host every step\n        assert (x > 0).all()\n"
+            "        t = torch.ones(3, device=x.device)\n"
+            "        # TODO(tpu-migrate): TPU252 Python while on a tensor value syncs with "
+            "the host every step\n        while t.sum() > 0:\n            t = t - 1\n"
+            "        # TODO(tpu-migrate): TPU252 Python if-else on a tensor value syncs "
+            "with the host every step\n        return x if x.mean() > 0 else -x\n",
+            findings=["TPU252", "TPU252", "TPU252"],
+            why="assert, while and a conditional expression on tensors in forward",
+        ),
+        Invalid(
+            "import torch\n\n\ndef train(model, loader, opt, log):\n    for x, y in loader:\n"
+            "        loss = model(x, y)\n"
+            "        if torch.isnan(loss) or not torch.isfinite(loss).all():\n"
+            '            raise RuntimeError("nan")\n        loss.backward()\n'
+            "        opt.step()\n        log.append(model.out.detach().cpu().numpy())\n"
+            '        ids = y.tolist()\n        probs = loss.to("cpu")\n',
+            "import torch\n\n\ndef train(model, loader, opt, log):\n    for x, y in loader:\n"
+            "        loss = model(x, y)\n"
+            "        # TODO(tpu-migrate): TPU252 Python if on a tensor value syncs with "
+            "the host every step\n"
+            "        if torch.isnan(loss) or not torch.isfinite(loss).all():\n"
+            '            raise RuntimeError("nan")\n        loss.backward()\n'
+            "        opt.step()\n"
+            "        # TODO(tpu-migrate): TPU253 .numpy() copies to the host on every "
+            "step; read values every N steps\n"
+            "        log.append(model.out.detach().cpu().numpy())\n"
+            "        # TODO(tpu-migrate): TPU253 .tolist() copies to the host on every "
+            "step; read values every N steps\n        ids = y.tolist()\n"
+            '        # TODO(tpu-migrate): TPU253 .to("cpu") copies to the host on every '
+            'step; read values every N steps\n        probs = loss.to("cpu")\n',
+            findings=["TPU252", "TPU253", "TPU253", "TPU253"],
+            why="NaN check and host copies in the step; one finding per transfer chain",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\n\nclass Embed(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.emb = nn.Embedding(10, 4)\n\n    def forward(self, input_ids):\n"
+            "        pos = torch.arange(input_ids.size(1))\n"
+            "        mask = torch.ones(input_ids.shape, dtype=torch.bool)\n"
+            "        scale = torch.tensor(0.5)\n"
+            "        return self.emb(input_ids) * scale + self.bias(pos, mask)\n\n"
+            "    def bias(self, pos, mask):\n        return torch.zeros(pos.shape[0], 4)\n",
+            "import torch\nimport torch.nn as nn\n\n\nclass Embed(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.emb = nn.Embedding(10, 4)\n\n    def forward(self, input_ids):\n"
+            "        # TODO(tpu-migrate): TPU254 torch.arange() without device= lands on "
+            "the CPU; add device=input_ids.device\n"
+            "        pos = torch.arange(input_ids.size(1))\n"
+            "        # TODO(tpu-migrate): TPU254 torch.ones() without device= lands on the "
+            "CPU; add device=input_ids.device\n"
+            "        mask = torch.ones(input_ids.shape, dtype=torch.bool)\n"
+            "        # TODO(tpu-migrate): TPU254 torch.tensor() without device= lands on "
+            "the CPU; add device=input_ids.device\n        scale = torch.tensor(0.5)\n"
+            "        return self.emb(input_ids) * scale + self.bias(pos, mask)\n\n"
+            "    def bias(self, pos, mask):\n"
+            "        # TODO(tpu-migrate): TPU254 torch.zeros() without device= lands on "
+            "the CPU; add device=<input>.device\n"
+            "        return torch.zeros(pos.shape[0], 4)\n",
+            findings=["TPU254", "TPU254", "TPU254", "TPU254"],
+            why="factories without device= in forward and in a method forward calls",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\n\nclass LM(nn.Module):\n"
+            "    def __init__(self, vocab, dim):\n        super().__init__()\n"
+            "        self.embed = nn.Embedding(vocab, dim)\n"
+            "        self.head = nn.Linear(dim, vocab, bias=False)\n"
+            "        self.head.weight = self.embed.weight\n\n    def forward(self, x):\n"
+            "        return self.head(self.embed(x))\n\n\ndef main(device):\n"
+            "    model = LM(100, 16)\n    model.to(device)\n"
+            "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "    other = LM(100, 16).to(device)\n    return model, other, opt\n",
+            "import torch\nimport torch.nn as nn\n\n\nclass LM(nn.Module):\n"
+            "    def __init__(self, vocab, dim):\n        super().__init__()\n"
+            "        self.embed = nn.Embedding(vocab, dim)\n"
+            "        self.head = nn.Linear(dim, vocab, bias=False)\n"
+            "        self.head.weight = self.embed.weight\n\n    def forward(self, x):\n"
+            "        return self.head(self.embed(x))\n\n\ndef main(device):\n"
+            "    model = LM(100, 16)\n    model.to(device)\n"
+            "    model.head.weight = model.embed.weight\n"
+            "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "    other = LM(100, 16).to(device)\n    other.head.weight = other.embed.weight\n"
+            "    return model, other, opt\n",
+            why="tie in __init__, model moved two ways: the assignment repeated on the moved model",
+        ),
+        Invalid(
+            "import torch.nn as nn\n\n\nclass TiedLM(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.wte = nn.Embedding(50, 8)\n"
+            "        self.lm_head = nn.Linear(8, 50, bias=False)\n"
+            "        self.tie_weights()\n\n    def tie_weights(self):\n"
+            "        self.lm_head.weight = self.wte.weight\n\n\nmodel = TiedLM()\n"
+            "model = model.to(device)\n",
+            "import torch.nn as nn\n\n\nclass TiedLM(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.wte = nn.Embedding(50, 8)\n"
+            "        self.lm_head = nn.Linear(8, 50, bias=False)\n"
+            "        self.tie_weights()\n\n    def tie_weights(self):\n"
+            "        self.lm_head.weight = self.wte.weight\n\n\nmodel = TiedLM()\n"
+            "model = model.to(device)\nmodel.tie_weights()\n",
+            why="the class defines tie_weights: it is called after the move",
+        ),
+        Invalid(
+            "import torch.nn as nn\n\n\nclass Decoder(nn.Module):\n"
+            "    def __init__(self, encoder):\n        super().__init__()\n"
+            "        self.out = nn.Linear(8, 50)\n        self.src = nn.Embedding(50, 8)\n"
+            "        self.out.weight = self.src.weight\n",
+            "import torch.nn as nn\n\n\nclass Decoder(nn.Module):\n"
+            "    def __init__(self, encoder):\n        super().__init__()\n"
+            "        self.out = nn.Linear(8, 50)\n        self.src = nn.Embedding(50, 8)\n"
+            "        # TODO(tpu-migrate): TPU255 moving the model to the XLA device unties "
+            "these weights; re-tie after .to(device)\n"
+            "        self.out.weight = self.src.weight\n",
+            findings=["TPU255"],
+            why="the model is not built in this file: the tie is reported",
+        ),
+        Invalid(
+            "import torch\n\n\ndef same_storage(a, b):\n"
+            "    return a.data_ptr() == b.data_ptr()\n\n\ndef shares(a, b):\n"
+            "    return a.untyped_storage() is b.storage()\n",
+            "import torch\n\n\ndef same_storage(a, b):\n"
+            "    # TODO(tpu-migrate): TPU256 data_ptr() is 0 for every XLA tensor: "
+            "identity checks built on it break\n    return a.data_ptr() == b.data_ptr()\n\n\n"
+            "def shares(a, b):\n"
+            "    # TODO(tpu-migrate): TPU256 XLA tensors have no storage: this raises; do "
+            "not rely on storage identity\n    return a.untyped_storage() is b.storage()\n",
+            findings=["TPU256", "TPU256", "TPU256", "TPU256"],
+            why="storage identity anywhere in the file",
+        ),
+        Invalid(
+            "import torch\n\n\ndef compute_loss(model, batch):\n"
+            '    out = model(batch["x"])\n    valid = batch["y"] != -100\n'
+            '    return out[valid].mean(), batch["y"][valid].unique().tolist()\n\n\n'
+            "def train(model, loader, opt):\n    for batch in loader:\n"
+            "        loss, classes = compute_loss(model, batch)\n        loss.backward()\n"
+            "        opt.step()\n",
+            "import torch\n\n\ndef compute_loss(model, batch):\n"
+            '    out = model(batch["x"])\n    valid = batch["y"] != -100\n'
+            "    # TODO(tpu-migrate): TPU251 boolean-mask indexing has a data-dependent "
+            "shape; use torch.where / masked_fill\n"
+            "    # TODO(tpu-migrate): TPU253 .tolist() copies to the host on every step; "
+            "read values every N steps\n"
+            '    return out[valid].mean(), batch["y"][valid].unique().tolist()\n\n\n'
+            "def train(model, loader, opt):\n    for batch in loader:\n"
+            "        loss, classes = compute_loss(model, batch)\n        loss.backward()\n"
+            "        opt.step()\n",
+            findings=["TPU251", "TPU253", "TPU251", "TPU251"],
+            why="a helper called from the training loop is step code",
+        ),
+        Invalid(
+            "import torch\n\n\ndef step(model, x, y, opt):\n    loss = model(x, y)\n"
+            "    loss.backward()\n    opt.step()\n    hits = (loss > 0).nonzero()\n"
+            "    return hits.cpu()\n\n\ndef fit(model, loader, opt):\n"
+            "    for epoch in range(2):\n        for x, y in loader:\n"
+            "            step(model, x, y, opt)\n",
+            "import torch\n\n\ndef step(model, x, y, opt):\n    loss = model(x, y)\n"
+            "    loss.backward()\n    opt.step()\n"
+            "    # TODO(tpu-migrate): TPU251 .nonzero() has a data-dependent shape: XLA "
+            "recompiles for each new count\n    hits = (loss > 0).nonzero()\n"
+            "    # TODO(tpu-migrate): TPU253 .cpu() copies to the host on every step; read "
+            "values every N steps\n    return hits.cpu()\n\n\ndef fit(model, loader, opt):\n"
+            "    for epoch in range(2):\n        for x, y in loader:\n"
+            "            step(model, x, y, opt)\n",
+            findings=["TPU251", "TPU253"],
+            why="a step function called from the loop: its transfers and nonzero",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+            "    def forward(self, x, lengths):\n        x[lengths == 0] = 0\n"
+            "        x[x > 1] += 1\n        return x\n",
+            "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+            "    def forward(self, x, lengths):\n"
+            "        # TODO(tpu-migrate): TPU251 boolean-mask write has a data-dependent "
+            "shape; use masked_fill_ / torch.where\n        x[lengths == 0] = 0\n"
+            "        # TODO(tpu-migrate): TPU251 boolean-mask write has a data-dependent "
+            "shape; use masked_fill_ / torch.where\n        x[x > 1] += 1\n        return x\n",
+            findings=["TPU251", "TPU251"],
+            why="boolean-mask writes TPU116 leaves alone (per-row mask, +=) in forward",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        # TODO(tpu-migrate): TPU252 Python if on a tensor value syncs with "
+            "the host every step\n        if x.sum() > 0:\n            x = x * 2\n"
+            "        return x\n",
+            "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        # TODO(tpu-migrate): TPU252 Python if on a tensor value syncs with "
+            "the host every step\n        if x.sum() > 0:\n            x = x * 2\n"
+            "        return x\n",
+            findings=["TPU252"],
+            why="an existing marker is not repeated",
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n        if x.dim() == 2:\n            y = x\n"
+            "        elif x.sum() > 0:\n            y = -x\n        else:\n"
+            "            y = x\n        return y\n",
+            "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n        if x.dim() == 2:\n            y = x\n"
+            "        # TODO(tpu-migrate): TPU252 Python if on a tensor value syncs with "
+            "the host every step\n        elif x.sum() > 0:\n            y = -x\n"
+            "        else:\n            y = x\n        return y\n",
+            findings=["TPU252"],
+            why="an elif on a tensor gets its marker above the elif line",
+        ),
+    ]
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.index: ModuleIndex | None = None
+        self.facts: TensorFacts | None = None
+        self._step_loops: set[int] = set()
+        self._step_functions: set[int] = set()  # per-step code outside a loop (incl. forward)
+        self._forward_functions: set[int] = set()
+
+    # ----------------------------------------------------------------- where code runs
+    def visit_Module(self, node: cst.Module) -> bool:
+        self.index = ModuleIndex(self, node)
+        self.facts = TensorFacts(self, self.index)
+        self._find_step_code()
+        for inner in walk_all(node):
+            self._check(inner)
+        self._retie_weights()
+        return True
+
+    def _find_step_code(self) -> None:
+        index = self.index
+        callee = {id(call): f for f in index.functions for call in index.calls_of(f)}
+        step_functions: list[cst.FunctionDef] = []
+        for call in index.calls:
+            if not self._is_backward(call):
+                continue
+            loop = index.training_loop_of(call)
+            if loop is not None:
+                self._step_loops.add(id(loop))
+            elif isinstance(index.owner(call), cst.FunctionDef):
+                step_functions.append(index.owner(call))
+        for function in step_functions:
+            for call in index.calls_of(function):
+                loop = index.training_loop_of(call)
+                if loop is not None:
+                    self._step_loops.add(id(loop))
+        forwards = [
+            f
+            for f in index.functions
+            if f.name.value == "forward"
+            and (cls := index.enclosing_class(f)) is not None
+            and self.facts.is_nn_module_class(cls)
+        ]
+        loop_bodies = [loop.body for loop in index.for_loops if id(loop) in self._step_loops]
+        loop_bodies += [
+            n.body for n in walk_all(index.module) if isinstance(n, cst.While)
+            and id(n) in self._step_loops
+        ]  # fmt: skip
+        called_in_loops = [
+            callee[id(n)]
+            for body in loop_bodies
+            for n in walk_code(body)
+            if isinstance(n, cst.Call) and id(n) in callee
+        ]
+        self._forward_functions = _called_closure(forwards, callee)
+        self._step_functions = _called_closure(
+            [*step_functions, *forwards, *called_in_loops], callee
+        )
+
+    def _is_backward(self, call: cst.Call) -> bool:
+        func = call.func
+        return (isinstance(func, cst.Attribute) and func.attr.value == "backward") or self.is_name(
+            func, "torch.autograd.backward"
+        )
+
+    def _region(self, node: cst.CSTNode) -> str | None:
+        """Which step code ``node`` runs in: ``"forward"`` (forward and what it calls),
+        ``"step"`` (the rest of the per-step code) or None, also under a periodic
+        ``if step % N == 0:`` guard."""
+        previous = node
+        for ancestor in self.index.ancestors(node):
+            if isinstance(ancestor, cst.If) and _is_periodic(ancestor.test):
+                if previous is not ancestor.test:
+                    return None
+            if isinstance(ancestor, (cst.For, cst.While)) and id(ancestor) in self._step_loops:
+                if previous is ancestor.body:
+                    return "step"
+            if isinstance(ancestor, cst.FunctionDef):
+                if id(ancestor) in self._forward_functions:
+                    return "forward"
+                return "step" if id(ancestor) in self._step_functions else None
+            if isinstance(ancestor, (cst.Lambda, cst.ClassDef)):
+                return None
+            previous = ancestor
+        return None
+
+    # ----------------------------------------------------------------- findings
+    def _check(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.Call):
+            self._check_call(node)
+        elif isinstance(node, cst.Subscript):
+            self._check_subscript(node)
+        elif type(node) in CONTROL_FLOW:
+            self._check_control_flow(node)
+
+    def _check_call(self, call: cst.Call) -> None:
+        facts = self.facts
+        function = facts.torch_function(call.func)
+        method = facts.method_of(call)
+        if method is not None and method[1] in STORAGE_METHODS and not call.args:
+            if not (isinstance(method[0], cst.Name) and method[0].value == "self"):
+                self.flag(call, STORAGE_IDENTITY, STORAGE_MESSAGES.get(method[1], STORAGE_RAISES))
+            return
+        region = self._region(call)
+        if region is None:
+            return
+        if function in DYNAMIC_FUNCTIONS or (function == "where" and _one_argument(call)):
+            name = "torch.where(cond)" if function == "where" else f"torch.{function}"
+            self.flag(call, DYNAMIC_SHAPE, _dynamic_message(name))
+        elif method is not None and method[1] in DYNAMIC_FUNCTIONS:
+            self.flag(call, DYNAMIC_SHAPE, _dynamic_message(f".{method[1]}()"))
+        elif method is not None and self._is_transfer(call, method[1]):
+            if not self._is_transfer_receiver(call) and not facts.is_layer(method[0]):
+                self.flag(
+                    call,
+                    HOST_TRANSFER,
+                    f"{_transfer_label(method[1])} copies to the host on every step; read "
+                    "values every N steps",
+                )
+        elif region == "forward" and function in FACTORIES and self._lands_on_cpu(call):
+            device = self._forward_input(call)
+            self.flag(
+                call,
+                HOST_FACTORY,
+                f"torch.{function}() without device= lands on the CPU; add device={device}",
+            )
+
+    def _is_transfer(self, call: cst.Call, method: str) -> bool:
+        if method in TRANSFER_METHODS:
+            return True
+        if method != "to" or len(call.args) != 1:
+            return False
+        arg = call.args[0]
+        return (
+            (arg.keyword is None or arg.keyword.value == "device")
+            and isinstance(arg.value, cst.SimpleString)
+            and arg.value.evaluated_value == "cpu"
+        )
+
+    def _is_transfer_receiver(self, call: cst.Call) -> bool:
+        """``x.cpu()`` in ``x.cpu().numpy()``: the outer call is the one reported."""
+        attribute = self.index.parent(call)
+        outer = self.index.parent(attribute) if isinstance(attribute, cst.Attribute) else None
+        return (
+            isinstance(outer, cst.Call)
+            and outer.func is attribute
+            and self._is_transfer(outer, attribute.attr.value)
+        )
+
+    def _lands_on_cpu(self, call: cst.Call) -> bool:
+        if any(
+            arg.star == "**" or (arg.keyword and arg.keyword.value == "device") for arg in call.args
+        ):
+            return False
+        attribute = self.index.parent(call)
+        return not (isinstance(attribute, cst.Attribute) and attribute.attr.value in MOVES)
+
+    def _forward_input(self, node: cst.CSTNode) -> str:
+        function = self.index.owner(node)
+        if isinstance(function, cst.FunctionDef) and function.name.value == "forward":
+            params = [p for p in function.params.params[1:] if p.star == ""]
+            if params:
+                return f"{params[0].name.value}.device"
+        return "<input>.device"
+
+    def _check_subscript(self, subscript: cst.Subscript) -> None:
+        if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+            return
+        mask = subscript.slice[0].slice.value
+        if not self.facts.is_bool_mask(mask) or self._region(subscript) is None:
+            return
+        parent = self.index.parent(subscript)
+        written = isinstance(parent, cst.AssignTarget) or (
+            isinstance(parent, cst.AugAssign) and parent.target is subscript
+        )
+        if written:
+            message = (
+                "boolean-mask write has a data-dependent shape; use masked_fill_ / torch.where"
+            )
+        else:
+            message = (
+                "boolean-mask indexing has a data-dependent shape; use torch.where / masked_fill"
+            )
+        self.flag(subscript, DYNAMIC_SHAPE, message)
+
+    def _check_control_flow(self, node) -> None:
+        if not self._truth_is_tensor(node.test) or self._region(node.test) is None:
+            return
+        keyword = CONTROL_FLOW[type(node)]
+        self.flag(
+            node,
+            TENSOR_CONTROL_FLOW,
+            f"Python {keyword} on a tensor value syncs with the host every step",
+        )
+
+    def _truth_is_tensor(self, test: cst.BaseExpression) -> bool:
+        if isinstance(test, cst.BooleanOperation):
+            return self._truth_is_tensor(test.left) or self._truth_is_tensor(test.right)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self._truth_is_tensor(test.expression)
+        return self.facts.is_tensor(test)
+
+    # ----------------------------------------------------------------- weight tying
+    def _retie_weights(self) -> None:
+        for ties in self._ties().values():
+            cls = ties[0].cls
+            statements = self._retie_statements(ties)
+            moves = self._moves_of(cls) if statements else []
+            for statement, variable in moves:
+                self._insert_retie(statement, [s.format(m=variable) for s in statements])
+            if not moves:
+                for tie in ties:
+                    self.flag(
+                        tie.statement,
+                        UNTIED_WEIGHTS,
+                        "moving the model to the XLA device unties these weights; re-tie "
+                        "after .to(device)",
+                    )
+
+    def _ties(self) -> dict[int, list[Tie]]:
+        found: dict[int, list[Tie]] = {}
+        for cls in (n for n in walk_all(self.index.module) if isinstance(n, cst.ClassDef)):
+            for method in cls.body.body:
+                if not isinstance(method, cst.FunctionDef):
+                    continue
+                for node in walk_code(method.body):
+                    tie = self._tie(cls, method, node)
+                    if tie is not None:
+                        found.setdefault(id(cls), []).append(tie)
+        return found
+
+    def _tie(self, cls, method, node) -> Tie | None:
+        if not (isinstance(node, cst.Assign) and len(node.targets) == 1):
+            return None
+        target = _self_path(node.targets[0].target)
+        source = _self_path(node.value)
+        if target is None or source is None:
+            return None
+        statement = self.index.statement_of(node)
+        return Tie(cls, method, statement, target, source)
+
+    def _retie_statements(self, ties: list[Tie]) -> list[str]:
+        cls = ties[0].cls
+        methods = {m.name.value for m in cls.body.body if isinstance(m, cst.FunctionDef)}
+        if "tie_weights" in methods:
+            return ["{m}.tie_weights()"]
+        if all(tie.method.name.value == "__init__" for tie in ties):
+            return [f"{{m}}.{tie.target} = {{m}}.{tie.source}" for tie in ties]
+        return []
+
+    def _moves_of(self, cls: cst.ClassDef) -> list[tuple[cst.SimpleStatementLine, str]]:
+        moves = []
+        for call in self.index.calls:
+            method = self.facts.method_of(call)
+            if method is None or method[1] != "to" or not self._moves_to_device(call):
+                continue
+            variable = self._moved_model(call, cls)
+            statement = self.index.statement_of(call)
+            if variable is not None and isinstance(statement, cst.SimpleStatementLine):
+                moves.append((statement, variable))
+        return moves
+
+    def _moves_to_device(self, call: cst.Call) -> bool:
+        if len(call.args) != 1 or call.args[0].star:
+            return False
+        arg = call.args[0]
+        if arg.keyword is not None and arg.keyword.value != "device":
+            return False
+        value = arg.value
+        if isinstance(value, cst.SimpleString) and value.evaluated_value == "cpu":
+            return False
+        return not self.facts.is_torch_dtype(value)
+
+    def _moved_model(self, call: cst.Call, cls: cst.ClassDef) -> str | None:
+        """The name of the model ``call`` (``m.to(d)`` / ``Cls(...).to(d)``) moves, when the
+        statement is ``m.to(d)``, ``m = m.to(d)`` or ``m = Cls(...).to(d)``."""
+        statement = self.index.statement_of(call)
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            return None
+        small = statement.body[0]
+        receiver = call.func.value
+        if isinstance(small, cst.Expr) and small.value is call and isinstance(receiver, cst.Name):
+            return receiver.value if self._builds(receiver, cls) else None
+        if not (isinstance(small, cst.Assign) and small.value is call and len(small.targets) == 1):
+            return None
+        target = small.targets[0].target
+        if not isinstance(target, cst.Name):
+            return None
+        if self._constructs(receiver, cls):
+            return target.value
+        if isinstance(receiver, cst.Name) and receiver.value == target.value:
+            return target.value if self._builds(receiver, cls) else None
+        return None
+
+    def _builds(self, name: cst.Name, cls: cst.ClassDef) -> bool:
+        values = self.index.binding_values(name)
+        return bool(values) and all(
+            self._constructs(value, cls)
+            or (
+                (method := self.facts.method_of(value)) is not None
+                and method[1] == "to"
+                and (
+                    self._constructs(method[0], cls)
+                    or (isinstance(method[0], cst.Name) and method[0].value == name.value)
+                )
+            )
+            for value in values
+        )
+
+    def _constructs(self, value: cst.BaseExpression, cls: cst.ClassDef) -> bool:
+        return (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Name)
+            and value.func.value == cls.name.value
+        )
+
+    def _insert_retie(self, statement: cst.SimpleStatementLine, lines: list[str]) -> None:
+        place = self.index.block_and_index(statement)
+        if place is None:
+            return
+        block, position = place
+        following = [
+            code_of(s).strip() for s in block.body[position + 1 : position + 1 + len(lines)]
+        ]
+        if following == lines:
+            return
+        for line in lines:
+            self.edits.insert_after(statement, new_statement(line))
+            self.record_rewrite()
+
+
+def _self_path(node: cst.BaseExpression) -> str | None:
+    """``head.weight`` for ``self.head.weight`` (a weight or bias of a submodule)."""
+    name = dotted_name(node)
+    if not name or not name.startswith("self."):
+        return None
+    parts = name.split(".")
+    if len(parts) < 3 or parts[-1] not in TIED_ATTRIBUTES:
+        return None
+    return ".".join(parts[1:])
+
+
+def _called_closure(roots, callee: dict[int, cst.FunctionDef]) -> set[int]:
+    """``roots`` and every function of this module they call, transitively."""
+    seen: set[int] = set()
+    pending = list(roots)
+    while pending:
+        function = pending.pop()
+        if id(function) in seen:
+            continue
+        seen.add(id(function))
+        for node in walk_code(function.body):
+            if isinstance(node, cst.Call) and id(node) in callee:
+                pending.append(callee[id(node)])
+    return seen
+
+
+def _is_periodic(test: cst.BaseExpression) -> bool:
+    return any(
+        isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)
+        for n in walk_all(test)
+    )
+
+
+def _one_argument(call: cst.Call) -> bool:
+    return len(call.args) == 1 and not call.args[0].star and call.args[0].keyword is None
+
+
+def _dynamic_message(name: str) -> str:
+    return f"{name} has a data-dependent shape: XLA recompiles for each new count"
+
+
+def _transfer_label(method: str) -> str:
+    return '.to("cpu")' if method == "to" else f".{method}()"
