@@ -216,7 +216,8 @@ def _cmd_check(args) -> int:
         print(line, file=sys.stderr)
     if summary.failed:
         return EXIT_FAILED
-    return EXIT_CHANGES if summary.changed or summary.findings else EXIT_OK
+    left = summary.changed or summary.findings or summary.unused_suppressions
+    return EXIT_CHANGES if left else EXIT_OK
 
 
 def _scanned_root(paths: Sequence[str]) -> Path:

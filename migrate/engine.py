@@ -23,6 +23,7 @@ from codemods._base import (
     DISABLED_FINDINGS_KEY,
     FINDINGS_KEY,
     HAS_SUPPRESSIONS_KEY,
+    MARKER_PREFIX,
     OPTIONS_KEY,
     REWRITES_KEY,
     SUPPRESSION_PATTERN,
@@ -50,7 +51,8 @@ class FileResult:
     error: str | None = None  # "path:line: message" form is made by the renderers
     error_line: int = 1
     skipped: bool = False  # pre-filter said the file cannot need a rewrite
-    rewritten_lines: dict[str, list[int]] = field(default_factory=dict)  # code -> first lines
+    # rule code -> (first, last) user's lines of each block of lines the rule rewrote
+    rewrite_regions: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     unused_suppressions: list[UnusedSuppression] = field(default_factory=list)
 
     @property
@@ -122,7 +124,7 @@ class PipelineDetails:
     """What a pipeline run tells besides its output: where each rule rewrote, in the user's
     lines, and the suppressions that hid something ((line, code as written))."""
 
-    rewritten_lines: dict[str, list[int]] = field(default_factory=dict)
+    rewrite_regions: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     used_suppressions: set[tuple[int, str]] = field(default_factory=set)
 
 
@@ -164,7 +166,7 @@ def migrate_file(path: Path, selection: Selection) -> FileResult:
     result.new_text = new_text
     result.applied = applied
     result.findings = findings
-    result.rewritten_lines = details.rewritten_lines
+    result.rewrite_regions = details.rewrite_regions
     if SUPPRESSION_PATTERN.search(source.text):
         result.unused_suppressions = unused_suppressions(
             source.text, details.used_suppressions, selection.active_codes(), codemods.all_codes()
@@ -211,7 +213,8 @@ def run_pipeline(
             new_code = new_module.code
             _check_compiles(new_module, rule.CODE, filename, new_code)
             if rewrote:
-                details.rewritten_lines[rule.CODE] = _changed_lines(rule_input, new_code, line_map)
+                regions = _changed_regions(rule_input, new_code, line_map)
+                details.rewrite_regions[rule.CODE] = regions
             touched = True
         module = new_module
     module = _fix_imports(module, context)
@@ -245,15 +248,23 @@ def _laid_out(original: str, new_text: str, filename: str) -> str:
     return laid_out
 
 
-def _changed_lines(before: str, after: str, line_map: LineMap) -> list[int]:
-    """The first line (in the user's file) of each block of lines that ``after`` changes."""
-    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False)
-    lines = {
-        line_map.line(max(1, old_start + (tag != "insert")))
-        for tag, old_start, _, _, _ in matcher.get_opcodes()
-        if tag != "equal"
-    }
-    return sorted(lines)
+def _changed_regions(before: str, after: str, line_map: LineMap) -> list[tuple[int, int]]:
+    """The (first, last) lines, in the user's file, of each block of ``before`` that ``after``
+    replaces or deletes; an insertion is placed on the line it follows. Inserted TODO markers
+    are the rule's findings, not rewrites."""
+    new_lines = after.splitlines()
+    matcher = difflib.SequenceMatcher(None, before.splitlines(), new_lines, autojunk=False)
+    regions = set()
+    for tag, old_start, old_end, new_start, new_end in matcher.get_opcodes():
+        inserted = new_lines[new_start:new_end]
+        if tag == "insert" and all(line.lstrip().startswith(MARKER_PREFIX) for line in inserted):
+            continue
+        if tag == "insert":
+            line = line_map.line(max(1, old_start))
+            regions.add((line, line))
+        elif tag != "equal":
+            regions.add((line_map.line(old_start + 1), line_map.line(old_end)))
+    return sorted(regions)
 
 
 def _rewrite_count(context: CodemodContext) -> int:

@@ -163,11 +163,13 @@ def _file_results(result: FileResult, location: dict, index: dict[str, int]) -> 
                 index,
             )
         )
-    for code, lines in sorted(result.rewritten_lines.items()):
+    for code, regions in sorted(result.rewrite_regions.items()):
         rule = codemods.rule_by_code(code)
         message = f"`tpu-migrate apply` would rewrite this ({code} {rule.NAME}): {rule.SUMMARY}"
-        for line in lines:
-            out.append(_result(code, REWRITE_LEVEL, message, location, line, 1, index))
+        for first, last in regions:
+            rewrite = _result(code, REWRITE_LEVEL, message, location, first, 1, index)
+            rewrite["locations"][0]["physicalLocation"]["region"]["endLine"] = max(first, last)
+            out.append(rewrite)
     for unused in result.unused_suppressions:
         out.append(
             _result(
