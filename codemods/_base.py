@@ -477,11 +477,9 @@ def _own_parts(statement: cst.CSTNode) -> list[cst.CSTNode]:
     compound statement, without the statements of its blocks."""
     if isinstance(statement, cst.SimpleStatementLine):
         return [*statement.body, statement.trailing_whitespace]
-    blocks = {
-        id(getattr(statement, name, None)) for name in ("body", "orelse", "handlers", "finalbody")
-    }
-    handlers = getattr(statement, "handlers", ())
-    blocks.update(id(handler) for handler in handlers)
+    blocks = {id(getattr(statement, name, None)) for name in ("body", "orelse", "finalbody")}
+    for name in ("handlers", "cases"):  # try / match
+        blocks.update(id(block) for block in getattr(statement, name, ()))
     parts = [child for child in statement.children if id(child) not in blocks]
     body = getattr(statement, "body", None)
     if isinstance(body, cst.IndentedBlock):

@@ -1,12 +1,14 @@
 """Command line: diff, apply, check, rules, explain, verify.
 
-Exit codes: 0 nothing to do / all went well, 1 changes (diff, check) were found,
+Exit codes: 0 nothing to do / all went well, 1 changes (diff, check), findings or unused
+suppressions (check) were found,
 2 some file could not be processed (the others still were), 3 usage error.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -313,4 +315,9 @@ def _cmd_explain(args) -> int:
             print(f"{code}: {summary}")
     print()
     print(rule.documentation())
+    if rule.OPTIONS:
+        print()
+        print(f"Options ([tool.tpu-migrate.options.{rule.CODE}] in pyproject.toml, defaults):")
+        for name, default in rule.OPTIONS.items():
+            print(f"    {name} = {json.dumps(default)}")
     return EXIT_OK

@@ -215,3 +215,10 @@ def test_wrong_option_values_are_usage_errors(project, capsys, padding_rule, opt
 
 def test_no_config_is_an_empty_config():
     assert Config().select is None and Config().options == {}
+
+
+def test_explain_lists_a_rules_options(capsys, padding_rule):
+    code, out, _ = run(capsys, "explain", "TPU197")
+    assert code == 0
+    assert "Options ([tool.tpu-migrate.options.TPU197] in pyproject.toml, defaults):" in out
+    assert '    bucket_size = 128\n    mode = "pow2"\n    ratio = 0.5\n' in out

@@ -240,3 +240,32 @@ def test_check_reports_unused_suppressions_in_text_and_json(project, capsys, mon
         }
     ]
     assert document["summary"]["unused_suppressions"] == 1
+
+
+def test_a_rule_code_also_keeps_the_rules_findings_off_the_statement(project):
+    result = migrate(
+        project, "import torch\n\ns = torch.cuda.Stream()  # tpu-migrate: ignore[TPU104]\n"
+    )
+    assert result.findings == [] and not result.changed and result.unused_suppressions == []
+
+
+def test_suppression_inside_a_multi_line_statement_covers_the_statement(project):
+    source = "import torch\n\nmodel = Net(  # tpu-migrate: ignore[TPU101]\n    3\n).cuda()\n"
+    result = migrate(project, source)
+    assert not result.changed and result.unused_suppressions == []
+
+
+def test_comment_above_a_statement_or_in_its_body_does_not_suppress_the_header(project):
+    result = migrate(
+        project,
+        """\
+        import torch
+
+        try:
+            s = torch.cuda.Stream()
+        except RuntimeError:  # tpu-migrate: ignore[TPU201]
+            pass
+        """,
+    )
+    assert [f.code for f in result.findings] == ["TPU201"]
+    assert [(u.line, u.code) for u in result.unused_suppressions] == [(5, "TPU201")]
