@@ -151,6 +151,8 @@ def _check_option(rule: type, name: str, value: object, key: str) -> None:
         known = ", ".join(sorted(rule.OPTIONS)) or "none"
         raise ConfigError(f"{key}: {rule.CODE} has no option {name!r} (its options: {known})")
     default = rule.OPTIONS[name]
+    if isinstance(value, dict):  # options travel to worker processes in a hashable Selection
+        raise ConfigError(f"{key}: expected a value or a list, not a table")
     if not _same_kind(value, default):
         raise ConfigError(
             f"{key}: expected {_kind(default)} like the default {default!r}, got {value!r}"

@@ -78,7 +78,7 @@ class Selection:
 
     rule_codes: tuple[str, ...]
     disabled_findings: frozenset[str] = frozenset()
-    options: RuleOptions = ()  # ((rule code, ((option, value), ...)), ...), sorted
+    options: RuleOptions = ()  # ((rule code, ((option, value), ...)), ...); lists as tuples
 
     @classmethod
     def from_options(

@@ -150,10 +150,16 @@ class _Padding(TpuCodemod):
 
     CODE, NAME, SUMMARY, SAFETY = "TPU197", "padding", "pads", Safety.MANUAL
     FINDINGS = {"TPU297": "padding bucket"}
-    OPTIONS: ClassVar[dict[str, object]] = {"bucket_size": 128, "mode": "pow2", "ratio": 0.5}
+    OPTIONS: ClassVar[dict[str, object]] = {
+        "bucket_size": 128,
+        "mode": "pow2",
+        "ratio": 0.5,
+        "buckets": [64, 128],
+    }
 
     def leave_Module(self, original_node, updated_node):
         text = f"bucket {self.option('bucket_size')} {self.option('mode')} {self.option('ratio')}"
+        text += f" {list(self.option('buckets'))}"
         self.flag(original_node.body[0], "TPU297", text)
         return updated_node
 
@@ -167,14 +173,14 @@ def padding_rule(monkeypatch):
 def test_rule_options_reach_the_rule_through_the_selection(project, padding_rule):
     root = project({"t.py": "import torch\n"})
     default = migrate_file(root / "t.py", Selection.from_options(["TPU197", "TPU297"]))
-    assert default.findings[0].message == "bucket 128 pow2 0.5"
+    assert default.findings[0].message == "bucket 128 pow2 0.5 [64, 128]"
     selection = Selection.from_options(
         ["TPU197", "TPU297"], options={"TPU197": {"bucket_size": 64}}
     )
     assert pickle.loads(pickle.dumps(selection)) == selection
     hash(selection)  # frozen and hashable: workers and caches can key on it
     [result] = migrate_files([root / "t.py"], selection, jobs=1)
-    assert result.findings[0].message == "bucket 64 pow2 0.5"
+    assert result.findings[0].message == "bucket 64 pow2 0.5 [64, 128]"
 
 
 def test_rule_options_from_pyproject_reach_the_rule(project, capsys, padding_rule):
@@ -182,14 +188,14 @@ def test_rule_options_from_pyproject_reach_the_rule(project, capsys, padding_rul
         {
             "pyproject.toml": pyproject(
                 "[tool.tpu-migrate]\nselect = ['TPU197', 'TPU297']\n\n"
-                "[tool.tpu-migrate.options.TPU197]\nbucket_size = 64\nratio = 1\n"
+                "[tool.tpu-migrate.options.TPU197]\nbucket_size = 64\nratio = 1\nbuckets = [8, 16]\n"
             ),
             "t.py": "import torch\n",
         }
     )
     code, out, _ = run(capsys, "check", "-j", "1", str(root))
     assert code == 1
-    assert "TPU297 bucket 64 pow2 1" in out
+    assert "TPU297 bucket 64 pow2 1 [8, 16]" in out
 
 
 @pytest.mark.parametrize(
@@ -199,7 +205,12 @@ def test_rule_options_from_pyproject_reach_the_rule(project, capsys, padding_rul
         ("bucket_size = true", "options.TPU197.bucket_size: expected a whole number"),
         ("mode = 2", "options.TPU197.mode: expected a string"),
         ("ratio = 'half'", "options.TPU197.ratio: expected a number"),
-        ("size = 1", "TPU197 has no option 'size' (its options: bucket_size, mode, ratio)"),
+        (
+            "size = 1",
+            "TPU197 has no option 'size' (its options: bucket_size, buckets, mode, ratio)",
+        ),
+        ("buckets = [8, '16']", "options.TPU197.buckets: expected a list like the default"),
+        ("mode = {a = 1}", "options.TPU197.mode: expected a value or a list, not a table"),
     ],
 )
 def test_wrong_option_values_are_usage_errors(project, capsys, padding_rule, options, message):
@@ -221,4 +232,7 @@ def test_explain_lists_a_rules_options(capsys, padding_rule):
     code, out, _ = run(capsys, "explain", "TPU197")
     assert code == 0
     assert "Options ([tool.tpu-migrate.options.TPU197] in pyproject.toml, defaults):" in out
-    assert '    bucket_size = 128\n    mode = "pow2"\n    ratio = 0.5\n' in out
+    assert (
+        '    bucket_size = 128\n    mode = "pow2"\n    ratio = 0.5\n    buckets = [64, 128]\n'
+        in out
+    )
