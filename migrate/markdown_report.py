@@ -13,7 +13,7 @@ def check_markdown(
     results: Sequence[FileResult], summary: RunSummary, problems: Sequence[str] = ()
 ) -> str:
     lines = ["# tpu-migrate check", "", *_summary(summary), ""]
-    lines += _file_table(results)
+    lines += _file_table(results, summary.statistics)
     lines += _listing(
         "Findings for a human",
         [
@@ -49,18 +49,14 @@ def _summary(summary: RunSummary) -> list[str]:
     ]
 
 
-def _file_table(results: Sequence[FileResult]) -> list[str]:
+def _file_table(results: Sequence[FileResult], total: Statistics) -> list[str]:
     rows = []
     for result in results:
         if result.error or result.skipped:
             continue
         stats = Statistics.of(result)
-        if not stats.constructs and not result.unused_suppressions:
-            continue
-        rows.append(
-            f"| `{_cell(display_path(result.path))}` | {_cell(applied_text(stats.rewrites)) or '-'}"
-            f" | {_cell(applied_text(stats.findings)) or '-'} | {stats.percent_text()} |"
-        )
+        if stats.constructs:
+            rows.append(_row(f"`{_cell(display_path(result.path))}`", stats))
     if not rows:
         return []
     return [
@@ -69,8 +65,15 @@ def _file_table(results: Sequence[FileResult]) -> list[str]:
         "| file | rewrites | findings left | migrated |",
         "|---|---|---|---|",
         *rows,
+        _row("**total**", total),
         "",
     ]
+
+
+def _row(name: str, stats: Statistics) -> str:
+    rewrites = _cell(applied_text(stats.rewrites)) or "-"
+    findings = _cell(applied_text(stats.findings)) or "-"
+    return f"| {name} | {rewrites} | {findings} | {stats.percent_text()} |"
 
 
 def _listing(title: str, items: list[str]) -> list[str]:

@@ -99,7 +99,9 @@ def test_markdown_report(checked, capsys):
     assert out.startswith("# tpu-migrate check\n")
     assert "**Migrated: 75%** of 4 torch constructs: 3 rewritten" in out
     assert "| file | rewrites | findings left | migrated |" in out
-    assert "| `pkg/train.py` | TPU101 x2, TPU104 x1 | TPU201 x1 | 75% |" in out
+    assert "| `pkg/train.py` | TPU101 x2, TPU104 x1 | TPU201 x1 | 75% |\n" in out
+    assert "| **total** | TPU101 x2, TPU104 x1 | TPU201 x1 | 75% |\n" in out
+    assert "done.py" not in out  # nothing to migrate there
     assert (
         "- `pkg/train.py:6:5` **TPU201** CUDA streams have no XLA equivalent; "
         "XLA orders device work itself" in out
