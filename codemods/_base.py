@@ -10,6 +10,7 @@ at the end.
 from __future__ import annotations
 
 import enum
+import re
 import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
@@ -30,6 +31,14 @@ FINDINGS_KEY = "tpu_migrate.findings"
 REWRITES_KEY = "tpu_migrate.rewrites"
 DISABLED_FINDINGS_KEY = "tpu_migrate.disabled_findings"
 OPTIONS_KEY = "tpu_migrate.rule_options"  # rule code -> {option name: value} from the user's config
+# (line in the rule's input, code as written; "" for a bare ignore) of each suppression that hid
+# something, and whether the file has any suppression comment at all (set by the engine).
+USED_SUPPRESSIONS_KEY = "tpu_migrate.used_suppressions"
+HAS_SUPPRESSIONS_KEY = "tpu_migrate.has_suppressions"
+
+# ``# tpu-migrate: ignore`` (every code) or ``# tpu-migrate: ignore[TPU201, TPU1]`` (prefixes).
+SUPPRESSION_PATTERN = re.compile(r"#.*?\btpu-migrate:\s*ignore\b(?:\[([^\]]*)\])?", re.IGNORECASE)
+STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
 
 class Safety(str, enum.Enum):
@@ -72,6 +81,43 @@ class Finding:
             "column": self.column,
             "message": self.message,
         }
+
+
+@dataclass(frozen=True)
+class Suppression:
+    """A ``# tpu-migrate: ignore[...]`` comment: its line and the codes or prefixes it names
+    (none: every code)."""
+
+    line: int
+    codes: tuple[str, ...] = ()
+
+    def token_for(self, code: str) -> str | None:
+        """The code as written that suppresses ``code`` here ("" for a bare ignore), else None."""
+        if not self.codes:
+            return ""
+        return next((token for token in self.codes if code.startswith(token)), None)
+
+
+def parse_suppression(comment: str) -> tuple[str, ...] | None:
+    """The codes a suppression comment names (() for every code); None if it is not one."""
+    match = SUPPRESSION_PATTERN.match(comment)
+    if match is None:
+        return None
+    listed = match.group(1) or ""
+    return tuple(dict.fromkeys(code.strip().upper() for code in listed.split(",") if code.strip()))
+
+
+@dataclass
+class _SuppressedStatement:
+    """What a rule had recorded when it entered a statement whose suppression names it, so that
+    leaving the statement unchanged also takes back the rewrites and findings made inside."""
+
+    suppression: Suppression
+    token: str
+    rewrites: int
+    findings: int
+    imports: int
+    refused: int
 
 
 @dataclass(frozen=True)
@@ -146,6 +192,12 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         super().__init__(context)
         self.DESCRIPTION = self.SUMMARY  # what `python -m libcst.tool list` shows
         self._markers: dict[int, list[str]] = {}
+        self._suppressions_possible = False
+        self._suppressed: dict[int, _SuppressedStatement] = {}  # id(original statement) ->
+        self._refused_edits = 0  # statement edits refused because of a suppression
+        self._rewrites_owed = 0  # ... outside a suppressed statement: their rewrites to take back
+        self._rewrites_at_start = 0
+        self._imports_at_start = 0
 
     def transform_module(self, tree: cst.Module) -> cst.Module:
         # The stand-alone path (libcst's CLI, the rule's own cases): libcst fixes imports.
@@ -262,6 +314,8 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         """Report a finding at ``node`` and put an inline TODO marker above its statement."""
         if code in self.context.scratch.get(DISABLED_FINDINGS_KEY, ()):
             return
+        if self._suppressions_possible and self._suppressed_around(node, code):
+            return
         line, column = self.position(node)
         findings: list = self.context.scratch.setdefault(FINDINGS_KEY, [])
         findings.append(Finding(code, line, column, message))
@@ -281,14 +335,167 @@ class TpuCodemod(VisitorBasedCodemodCommand):
                 return None
         return None
 
+    # ----------------------------------------------------------------- suppressions
+    def on_visit(self, node) -> bool:
+        if isinstance(node, cst.Module):
+            self._start_module(node)
+        elif self._suppressions_possible and isinstance(node, STATEMENTS):
+            self._enter_if_suppressed(node)
+        return super().on_visit(node)
+
+    def _start_module(self, module: cst.Module) -> None:
+        has = self.context.scratch.get(HAS_SUPPRESSIONS_KEY)
+        if has is None:  # run on its own, not by the engine
+            has = SUPPRESSION_PATTERN.search(module.code) is not None
+        self._suppressions_possible = has
+        self._rewrites_at_start = self._recorded_rewrite_count()
+        self._imports_at_start = len(self.context.scratch.get(AddImportsVisitor.CONTEXT_KEY, ()))
+
+    def statement_suppressions(self, statement: cst.CSTNode) -> list[Suppression]:
+        """The suppression comments at the end of ``statement``'s own lines: all of a simple
+        statement's lines, a compound statement's header lines (not its body's)."""
+        found = []
+        for part in _own_parts(statement):
+            for comment in _trailing_comments(part):
+                codes = parse_suppression(comment.value)
+                if codes is not None:
+                    found.append(Suppression(self.position(comment)[0], codes))
+        return found
+
+    def suppression_of(self, statement: cst.CSTNode, code: str) -> tuple[Suppression, str] | None:
+        """The suppression on ``statement`` that names ``code``, with the code as written."""
+        if not self._suppressions_possible:
+            return None
+        for suppression in self.statement_suppressions(statement):
+            token = suppression.token_for(code)
+            if token is not None:
+                return suppression, token
+        return None
+
+    def _suppressed_around(self, node: cst.CSTNode, code: str) -> bool:
+        """Whether a statement containing ``node`` suppresses ``code``; records the use."""
+        match = self._suppression_around(node, code)
+        if match is not None:
+            self._record_used(*match)
+        return match is not None
+
+    def _suppression_around(self, node: cst.CSTNode, code: str) -> tuple[Suppression, str] | None:
+        current: cst.CSTNode | None = node
+        while current is not None:
+            if isinstance(current, STATEMENTS):
+                match = self.suppression_of(current, code)
+                if match is not None:
+                    return match
+            current = self.get_metadata(ParentNodeProvider, current, None)
+        return None
+
+    def _record_used(self, suppression: Suppression, token: str) -> None:
+        used: list = self.context.scratch.setdefault(USED_SUPPRESSIONS_KEY, [])
+        used.append((suppression.line, token))
+
+    def _enter_if_suppressed(self, statement: cst.CSTNode) -> None:
+        match = self.suppression_of(statement, self.CODE)
+        if match is None:
+            return
+        self._suppressed[id(statement)] = _SuppressedStatement(
+            suppression=match[0],
+            token=match[1],
+            rewrites=self._recorded_rewrite_count(),
+            findings=len(self.context.scratch.get(FINDINGS_KEY, ())),
+            imports=len(self.context.scratch.get(AddImportsVisitor.CONTEXT_KEY, ())),
+            refused=self._refused_edits,
+        )
+
+    def _leave_suppressed(self, original_node, updated_node):
+        """``original_node`` unchanged, and what the rule did inside it taken back."""
+        entered = self._suppressed.pop(id(original_node))
+        rewrites: Counter = self.context.scratch.setdefault(REWRITES_KEY, Counter())
+        findings: list = self.context.scratch.setdefault(FINDINGS_KEY, [])
+        imports: list = self.context.scratch.setdefault(AddImportsVisitor.CONTEXT_KEY, [])
+        hid_something = (
+            rewrites[self.CODE] != entered.rewrites
+            or len(findings) != entered.findings
+            or self._refused_edits != entered.refused
+            or not isinstance(updated_node, cst.CSTNode)  # removed or split
+            or not (updated_node is original_node or updated_node.deep_equals(original_node))
+        )
+        rewrites[self.CODE] = entered.rewrites
+        del findings[entered.findings :]
+        del imports[entered.imports :]
+        self._markers.pop(id(original_node), None)
+        if hid_something:
+            self._record_used(entered.suppression, entered.token)
+        return original_node
+
+    def refuses_statement_edit(self, target: cst.CSTNode) -> bool:
+        """For ``AppliesStatementEdits``: an edit of a statement (or at the end of a block) inside
+        a statement whose suppression names this rule is not made. Each edit refused outside the
+        visit of a suppressed statement (planned ahead) takes back the one rewrite the rule
+        records for it; inside one, leaving the statement takes back everything."""
+        if not self._suppressions_possible:
+            return False
+        match = self._suppression_around(target, self.CODE)
+        if match is None:
+            return False
+        self._refused_edits += 1
+        if not self._suppressed:
+            self._rewrites_owed += 1
+            self._record_used(*match)
+        return True
+
+    def _settle_refused_edits(self) -> None:
+        """Take back the rewrites of edits refused ahead of the visit; when none of the rule's
+        edits is left in the file, the imports it asked for are not needed either."""
+        rewrites: Counter = self.context.scratch.setdefault(REWRITES_KEY, Counter())
+        start = self._rewrites_at_start
+        rewrites[self.CODE] = max(start, rewrites[self.CODE] - self._rewrites_owed)
+        self._rewrites_owed = 0
+        if rewrites[self.CODE] == start:
+            del self.context.scratch.setdefault(AddImportsVisitor.CONTEXT_KEY, [])[
+                self._imports_at_start :
+            ]
+
+    def _recorded_rewrite_count(self) -> int:
+        return self.context.scratch.get(REWRITES_KEY, Counter())[self.CODE]
+
     def on_leave(self, original_node, updated_node):
         result = super().on_leave(original_node, updated_node)
+        if self._suppressed and id(original_node) in self._suppressed:
+            return self._leave_suppressed(original_node, result)
+        if isinstance(result, cst.Module) and self._refused_edits:
+            self._settle_refused_edits()
         markers = self._markers.pop(id(original_node), None)
         if markers and isinstance(result, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             result = with_marker_comments(result, markers)
         if isinstance(result, cst.Module):
             result = _without_markers_repeated_in_header(result)
         return result
+
+
+def _own_parts(statement: cst.CSTNode) -> list[cst.CSTNode]:
+    """The parts of a statement on its own lines: without the comment lines above it and, for a
+    compound statement, without the statements of its blocks."""
+    if isinstance(statement, cst.SimpleStatementLine):
+        return [*statement.body, statement.trailing_whitespace]
+    blocks = {id(getattr(statement, name, None)) for name in ("body", "orelse", "finalbody")}
+    for name in ("handlers", "cases"):  # try / match
+        blocks.update(id(block) for block in getattr(statement, name, ()))
+    parts = [child for child in statement.children if id(child) not in blocks]
+    body = getattr(statement, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        parts.append(body.header)
+    elif body is not None:
+        parts.append(body)  # ``if x: a  # comment``
+    return [part for part in parts if not isinstance(part, cst.EmptyLine)]
+
+
+def _trailing_comments(node: cst.CSTNode) -> Iterator[cst.Comment]:
+    """Comments at the end of a line under ``node`` (own-line comments are not trailing)."""
+    if isinstance(node, cst.Comment):
+        yield node
+    elif not isinstance(node, cst.EmptyLine):
+        for child in node.children:
+            yield from _trailing_comments(child)
 
 
 def code_of(node: cst.CSTNode) -> str:

@@ -27,7 +27,7 @@ Where the lines of a removed statement S go (N: the statement now following it):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Container, Sequence, Union
+from typing import Callable, Container, Sequence, Union
 
 import libcst as cst
 
@@ -68,22 +68,30 @@ class StatementEdits:
     before: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
     after: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
     at_end: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)  # id(block)
+    # Edits of a statement (or at the end of a block) for which this says True are not made:
+    # the statement carries a ``# tpu-migrate: ignore[...]`` naming the rule.
+    refuses: Callable[[cst.CSTNode], bool] = lambda target: False
 
     def remove(self, statement: cst.CSTNode) -> None:
-        self.removed.add(id(statement))
+        if not self.refuses(statement):
+            self.removed.add(id(statement))
 
     def replace(self, statement: cst.CSTNode, replacement: Replacement) -> None:
-        self.replaced[id(statement)] = replacement
+        if not self.refuses(statement):
+            self.replaced[id(statement)] = replacement
 
     def insert_before(self, statement: cst.CSTNode, new: cst.BaseStatement) -> None:
-        self.before.setdefault(id(statement), []).append(new)
+        if not self.refuses(statement):
+            self.before.setdefault(id(statement), []).append(new)
 
     def insert_after(self, statement: cst.CSTNode, new: cst.BaseStatement) -> None:
-        self.after.setdefault(id(statement), []).append(new)
+        if not self.refuses(statement):
+            self.after.setdefault(id(statement), []).append(new)
 
     def append_to(self, block: cst.CSTNode, new: cst.BaseStatement) -> None:
         """Add ``new`` at the end of ``block``, before a final ``continue`` / ``break``."""
-        self.at_end.setdefault(id(block), []).append(new)
+        if not self.refuses(block):
+            self.at_end.setdefault(id(block), []).append(new)
 
     def is_removed(self, statement: cst.CSTNode) -> bool:
         return id(statement) in self.removed
@@ -142,7 +150,8 @@ class AppliesStatementEdits:
 
     def __init__(self, context) -> None:
         super().__init__(context)  # type: ignore[call-arg]
-        self.edits = StatementEdits()
+        # TpuCodemod.refuses_statement_edit: no edit where a suppression names the rule
+        self.edits = StatementEdits(refuses=self.refuses_statement_edit)  # type: ignore
 
     def leave_IndentedBlock(
         self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock

@@ -1,23 +1,30 @@
 """Command line: diff, apply, check, rules, explain, verify.
 
-Exit codes: 0 nothing to do / all went well, 1 changes (diff, check) were found,
+Exit codes: 0 nothing to do / all went well, 1 changes (diff, check), findings or unused
+suppressions (check) were found,
 2 some file could not be processed (the others still were), 3 usage error.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+from pathlib import Path
 from typing import Sequence
 
 import codemods
 
 from . import __version__
+from .config import Config, ConfigError, find_pyproject, load_config
 from .diff import unified_diff
 from .discover import discover, display_path
 from .engine import FileResult, Selection, default_jobs, migrate_files
 from .pr import command as pr_command
+from .markdown_report import check_markdown
 from .report import RunSummary, applied_text, check_json, check_text, error_line, finding_lines
+from .sarif import check_sarif
 from .source import write_atomically
 from .terminal import Terminal
 from .verify import command as verify_command
@@ -62,32 +69,46 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--select",
             type=_codes,
+            default=None,
+            metavar="CODE[,CODE]",
+            help="only these rules (prefixes such as TPU1 allowed); replaces the config's select",
+        )
+        sub.add_argument(
+            "--extend-select",
+            type=_codes,
             default=[],
             metavar="CODE[,CODE]",
-            help="only these rules (prefixes such as TPU1 allowed)",
+            help="add these rules to the selection (from the config or --select)",
         )
         sub.add_argument(
             "--ignore",
             type=_codes,
-            default=[],
+            default=None,
             metavar="CODE[,CODE]",
-            help="skip these rules or findings (prefixes allowed)",
+            help="skip these rules or findings (prefixes allowed); replaces the config's ignore",
         )
         sub.add_argument(
             "--exclude",
             action="append",
-            default=[],
+            default=None,
             metavar="GLOB",
-            help="skip paths matching GLOB (repeatable)",
+            help="skip paths matching GLOB (repeatable); replaces the config's exclude",
         )
         sub.add_argument(
             "--jobs",
             "-j",
             type=int,
-            default=default_jobs(),
+            default=None,
             metavar="N",
-            help="worker processes (default: all cores)",
+            help="worker processes (default: the config's jobs, else all cores)",
         )
+        config = sub.add_mutually_exclusive_group()
+        config.add_argument(
+            "--config",
+            metavar="FILE",
+            help="read [tool.tpu-migrate] from FILE instead of the nearest pyproject.toml",
+        )
+        config.add_argument("--no-config", action="store_true", help="ignore every pyproject.toml")
         sub.set_defaults(handler=handler)
         return sub
 
@@ -99,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     check = files_command(
         "check", "List the rewrites that apply and the findings that need a human.", _cmd_check
     )
-    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.add_argument("--format", choices=("text", "json", "sarif", "markdown"), default="text")
 
     rules = commands.add_parser("rules", help="List every rule.", description="List every rule.")
     rules.set_defaults(handler=_cmd_rules)
@@ -114,10 +135,42 @@ def _codes(text: str) -> list[str]:
     return [code.strip().upper() for code in text.split(",") if code.strip()]
 
 
+def _load_config(args) -> Config:
+    """The project's ``[tool.tpu-migrate]``, from ``--config`` or the nearest pyproject.toml."""
+    if args.no_config:
+        return Config()
+    try:
+        if args.config:
+            return load_config(Path(args.config))
+        pyproject = find_pyproject(args.paths)
+        return load_config(pyproject) if pyproject else Config()
+    except ConfigError as exc:
+        raise _UsageError(str(exc)) from None
+
+
+def _apply_config(args) -> Config:
+    """Fill in what the command line left unset from the configuration: a flag given on the
+    command line replaces the configured value."""
+    config = _load_config(args)
+    if args.select is None:
+        args.select = list(config.select or ())
+    if args.extend_select and args.select:  # an empty selection already has every rule
+        args.select = [*args.select, *args.extend_select]
+    if args.ignore is None:
+        args.ignore = list(config.ignore)
+    if args.exclude is None:
+        args.exclude = list(config.exclude)
+    if args.jobs is None:
+        args.jobs = config.jobs or default_jobs()
+    args.rule_options = config.options
+    return config
+
+
 def _run(args) -> tuple[list[FileResult], list[str]]:
     """Discover and migrate; returns results in path order and discovery problems as lines."""
+    _apply_config(args)
     try:
-        selection = Selection.from_options(args.select, args.ignore)
+        selection = Selection.from_options(args.select, args.ignore, args.rule_options)
     except KeyError as exc:
         raise _UsageError(exc.args[0]) from None
     if args.jobs < 1:
@@ -157,13 +210,29 @@ def _cmd_check(args) -> int:
     summary = RunSummary.of(results, len(problems))
     if args.format == "json":
         sys.stdout.write(check_json(results, summary))
+    elif args.format == "sarif":
+        sys.stdout.write(check_sarif(results, summary, problems, _scanned_root(args.paths)))
+    elif args.format == "markdown":
+        sys.stdout.write(check_markdown(results, summary, problems))
     else:
         sys.stdout.write(check_text(results, summary))
     for line in problems:
         print(line, file=sys.stderr)
     if summary.failed:
         return EXIT_FAILED
-    return EXIT_CHANGES if summary.changed or summary.findings else EXIT_OK
+    left = summary.changed or summary.findings or summary.unused_suppressions
+    return EXIT_CHANGES if left else EXIT_OK
+
+
+def _scanned_root(paths: Sequence[str]) -> Path:
+    """What SARIF locations are relative to: the current directory when every path is in it
+    (run from the repository root, as code scanning expects), else the paths' common directory."""
+    cwd = Path.cwd().absolute()
+    given = [Path(p).absolute() for p in paths or ["."]]
+    if all(path == cwd or cwd in path.parents for path in given):
+        return cwd
+    directories = [path if path.is_dir() else path.parent for path in given]
+    return Path(os.path.commonpath(directories))
 
 
 def _cmd_apply(args) -> int:
@@ -250,4 +319,9 @@ def _cmd_explain(args) -> int:
             print(f"{code}: {summary}")
     print()
     print(rule.documentation())
+    if rule.OPTIONS:
+        print()
+        print(f"Options ([tool.tpu-migrate.options.{rule.CODE}] in pyproject.toml, defaults):")
+        for name, default in rule.OPTIONS.items():
+            print(f"    {name} = {json.dumps(default)}")
     return EXIT_OK

@@ -5,13 +5,14 @@ The engine knows rules only through the registry in ``codemods``: it never names
 
 from __future__ import annotations
 
+import difflib
 import os
 import traceback
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import libcst as cst
 from libcst.codemod import Codemod, CodemodContext, SkipFile
@@ -21,7 +22,12 @@ import codemods
 from codemods._base import (
     DISABLED_FINDINGS_KEY,
     FINDINGS_KEY,
+    HAS_SUPPRESSIONS_KEY,
+    MARKER_PREFIX,
+    OPTIONS_KEY,
     REWRITES_KEY,
+    SUPPRESSION_PATTERN,
+    USED_SUPPRESSIONS_KEY,
     Finding,
     tidy_torch_xla_imports,
 )
@@ -29,6 +35,7 @@ from codemods._base import (
 from .layout import realign_continuation_lines, wrap_long_new_lines
 from .linemap import LineMap
 from .source import SourceError, SourceFile
+from .suppressions import UnusedSuppression, unused_suppressions
 
 # A file that never mentions torch cannot need a rewrite; not parsing it is most of the speed.
 PREFILTER_WORDS = ("torch",)
@@ -44,6 +51,9 @@ class FileResult:
     error: str | None = None  # "path:line: message" form is made by the renderers
     error_line: int = 1
     skipped: bool = False  # pre-filter said the file cannot need a rewrite
+    # rule code -> (first, last) user's lines of each block of lines the rule rewrote
+    rewrite_regions: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    unused_suppressions: list[UnusedSuppression] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -58,15 +68,25 @@ class FileResult:
         return self.source.encode(self.new_text)
 
 
+RuleOptions = tuple[tuple[str, tuple[tuple[str, object], ...]], ...]  # hashable form
+
+
 @dataclass(frozen=True)
 class Selection:
-    """Which rules run, and which finding codes are silenced; picklable for worker processes."""
+    """Which rules run, which finding codes are silenced and the rules' configured options;
+    picklable for worker processes."""
 
     rule_codes: tuple[str, ...]
     disabled_findings: frozenset[str] = frozenset()
+    options: RuleOptions = ()  # ((rule code, ((option, value), ...)), ...); lists as tuples
 
     @classmethod
-    def from_options(cls, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> "Selection":
+    def from_options(
+        cls,
+        select: Sequence[str] = (),
+        ignore: Sequence[str] = (),
+        options: Mapping[str, Mapping[str, object]] | None = None,
+    ) -> "Selection":
         rules = codemods.select_rules(select, ignore)
         disabled = frozenset(
             code
@@ -74,10 +94,38 @@ class Selection:
             for code in rule.FINDINGS
             if not codemods.code_selected(code, select, ignore)
         )
-        return cls(tuple(rule.CODE for rule in rules), disabled)
+        frozen = tuple(
+            (code.upper(), tuple(sorted((name, _frozen(v)) for name, v in values.items())))
+            for code, values in sorted((options or {}).items())
+        )
+        return cls(tuple(rule.CODE for rule in rules), disabled, frozen)
 
     def rules(self) -> list[type]:
         return [codemods.rule_by_code(code) for code in self.rule_codes]
+
+    def rule_options(self) -> dict[str, dict[str, object]]:
+        """What rules read through ``TpuCodemod.option``: rule code -> {option: value}."""
+        return {code: dict(values) for code, values in self.options}
+
+    def active_codes(self) -> set[str]:
+        """The rule codes that run and the finding codes they may report."""
+        codes = set(self.rule_codes)
+        for rule in self.rules():
+            codes.update(code for code in rule.FINDINGS if code not in self.disabled_findings)
+        return codes
+
+
+def _frozen(value: object) -> object:
+    return tuple(_frozen(item) for item in value) if isinstance(value, list) else value
+
+
+@dataclass
+class PipelineDetails:
+    """What a pipeline run tells besides its output: where each rule rewrote, in the user's
+    lines, and the suppressions that hid something ((line, code as written))."""
+
+    rewrite_regions: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    used_suppressions: set[tuple[int, str]] = field(default_factory=set)
 
 
 class RuleFailure(Exception):
@@ -107,22 +155,37 @@ def migrate_file(path: Path, selection: Selection) -> FileResult:
     except (RecursionError, MemoryError) as exc:
         result.error = f"cannot parse: {type(exc).__name__}"
         return result
+    details = PipelineDetails()
     try:
-        new_text, applied, findings = run_pipeline(module, source.text, selection, str(path))
+        new_text, applied, findings = run_pipeline(
+            module, source.text, selection, str(path), details
+        )
     except RuleFailure as exc:
         result.error, result.error_line = f"internal error in rule {exc.code}: {exc}", exc.line
         return result
     result.new_text = new_text
     result.applied = applied
     result.findings = findings
+    result.rewrite_regions = details.rewrite_regions
+    if SUPPRESSION_PATTERN.search(source.text):
+        result.unused_suppressions = unused_suppressions(
+            source.text, details.used_suppressions, selection.active_codes(), codemods.all_codes()
+        )
     return result
 
 
 def run_pipeline(
-    module: cst.Module, original: str, selection: Selection, filename: str = "<string>"
+    module: cst.Module,
+    original: str,
+    selection: Selection,
+    filename: str = "<string>",
+    details: PipelineDetails | None = None,
 ) -> tuple[str, dict[str, int], list[Finding]]:
     context = CodemodContext(filename=filename)
     context.scratch[DISABLED_FINDINGS_KEY] = selection.disabled_findings
+    context.scratch[OPTIONS_KEY] = selection.rule_options()
+    context.scratch[HAS_SUPPRESSIONS_KEY] = SUPPRESSION_PATTERN.search(original) is not None
+    details = details if details is not None else PipelineDetails()
     findings: list[Finding] = []
     touched = False  # has any rule edited the tree (rewrite or marker) so far?
     for rule in selection.rules():
@@ -138,12 +201,20 @@ def run_pipeline(
         except Exception as exc:  # a bug in a rule must not cost the user the other files
             raise RuleFailure(rule.CODE, _describe(exc)) from exc
         rule_findings = context.scratch[FINDINGS_KEY]
-        if rule_findings:
+        used = context.scratch.pop(USED_SUPPRESSIONS_KEY, [])
+        rewrote = _rewrite_count(context) != rewrites_before
+        if rule_findings or used or rewrote:
             # Positions are in this rule's input; report them in the user's file.
-            line_map = LineMap(module.code if touched else original, original)
+            rule_input = module.code if touched else original
+            line_map = LineMap(rule_input, original)
             findings.extend(line_map.finding(f) for f in rule_findings)
-        if rule_findings or _rewrite_count(context) != rewrites_before:
-            _check_compiles(new_module, rule.CODE, filename)
+            details.used_suppressions.update((line_map.line(ln), code) for ln, code in used)
+        if rule_findings or rewrote:
+            new_code = new_module.code
+            _check_compiles(new_module, rule.CODE, filename, new_code)
+            if rewrote:
+                regions = _changed_regions(rule_input, new_code, line_map)
+                details.rewrite_regions[rule.CODE] = regions
             touched = True
         module = new_module
     module = _fix_imports(module, context)
@@ -175,6 +246,25 @@ def _laid_out(original: str, new_text: str, filename: str) -> str:
     except Exception:  # never let layout cost the user a migration that compiles
         return new_text
     return laid_out
+
+
+def _changed_regions(before: str, after: str, line_map: LineMap) -> list[tuple[int, int]]:
+    """The (first, last) lines, in the user's file, of each block of ``before`` that ``after``
+    replaces or deletes; an insertion is placed on the line it follows. Inserted TODO markers
+    are the rule's findings, not rewrites."""
+    new_lines = after.splitlines()
+    matcher = difflib.SequenceMatcher(None, before.splitlines(), new_lines, autojunk=False)
+    regions = set()
+    for tag, old_start, old_end, new_start, new_end in matcher.get_opcodes():
+        inserted = new_lines[new_start:new_end]
+        if tag == "insert" and all(line.lstrip().startswith(MARKER_PREFIX) for line in inserted):
+            continue
+        if tag == "insert":
+            line = line_map.line(max(1, old_start))
+            regions.add((line, line))
+        elif tag != "equal":
+            regions.add((line_map.line(old_start + 1), line_map.line(old_end)))
+    return sorted(regions)
 
 
 def _rewrite_count(context: CodemodContext) -> int:

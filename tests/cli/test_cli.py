@@ -82,6 +82,13 @@ def test_check_json_shape(project, capsys):
         "applied": ["TPU105"],
         "findings": [],
         "error": None,
+        "statistics": {
+            "rewrites": {"TPU105": 2},
+            "findings": {},
+            "constructs": 2,
+            "migrated_percent": 100.0,
+        },
+        "unused_suppressions": [],
     }
     assert files["b.py"]["error"].startswith("b.py:3: syntax error")
     assert document["summary"]["files_failed"] == 1
