@@ -237,6 +237,7 @@ def _scanned_root(paths: Sequence[str]) -> Path:
 
 def _cmd_apply(args) -> int:
     if pr_command.wanted(args):
+        _apply_config(args)
         return pr_command.apply_on_branch(args)
     terminal = Terminal()
     written: list[str] = []

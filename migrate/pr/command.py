@@ -96,7 +96,7 @@ def _apply_on_branch(args: argparse.Namespace, terminal: Terminal) -> int:
         raise UsageError("--jobs must be at least 1")
     try:
         template = load_template(args.pr_template)
-        selection = Selection.from_options(args.select, args.ignore)
+        selection = Selection.from_options(args.select, args.ignore, args.rule_options)
     except (TemplateError, KeyError) as exc:
         raise UsageError(exc.args[0]) from None
     paths = [Path(p) for p in args.paths or ["."]]

@@ -93,7 +93,7 @@ def rule_states(
         if code not in active:
             states.append(states[-1])
             continue
-        prefix = Selection(codes[:k], selection.disabled_findings)
+        prefix = Selection(codes[:k], selection.disabled_findings, selection.options)
         try:
             new_text, _, _ = run_pipeline(module, text, prefix, filename)
         except RuleFailure:  # e.g. imports of a half-done migration: fold into the next rule

@@ -262,3 +262,19 @@ def test_detached_head_names_the_commit_to_go_back_to(make_repo, tpu_migrate):
     assert outcome.code == 0, outcome.err
     assert f"go back:           git checkout {head}" in outcome.err
     assert len(commits(repo, head)) == 3
+
+
+def test_the_repository_configuration_selects_the_rules_of_the_branch(make_repo, tpu_migrate):
+    repo = make_repo(
+        {
+            **PROJECT,
+            "pyproject.toml": '[tool.tpu-migrate]\nignore = ["TPU104"]\nexclude = ["legacy"]\n',
+        }
+    )
+    outcome = tpu_migrate(repo, "apply", ".", "--branch", "tpu/configured")
+    assert outcome.code == 0, outcome.err
+    assert [subject(repo, sha) for sha in commits(repo)] == [
+        "TPU105 modernize-torch-xla: 1 file",
+        "TPU101 device-placement: 2 files",
+    ]
+    assert git(repo, "show", "HEAD:legacy/old.py") == CUDA_DEVICE
