@@ -1,7 +1,9 @@
 """The rule registry: every rule, in pipeline order.
 
 Order matters: old torch_xla spellings are modernised first, then devices are chosen (and models
-put on them before their optimizers are built), CUDA runtime calls mapped, loaders wrapped, and
+put on them before their optimizers are built), CUDA runtime calls mapped, batch shapes made static
+(TPU113 drop_last, TPU114 bucket padding: they read the user's own ``DataLoader(...)`` and
+``pad_sequence(...)`` calls, before TPU103 wraps the loaders in MpDeviceLoader), loaders wrapped, and
 last the step boundary is placed (it needs to know whether the loop iterates an MpDeviceLoader).
 """
 
@@ -22,6 +24,8 @@ from .tpu109_checkpoints import Checkpoints
 from .tpu110_xla_rng import XlaRng
 from .tpu111_sparse_embeddings import SparseEmbeddings
 from .tpu112_torch_compile import TorchCompile
+from .tpu113_static_batch_shapes import StaticBatchShapes
+from .tpu114_static_padding import StaticPadding
 
 PIPELINE: tuple[type[TpuCodemod], ...] = (
     ModernizeTorchXla,
@@ -34,6 +38,8 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     XlaRng,
     SparseEmbeddings,
     TorchCompile,
+    StaticBatchShapes,
+    StaticPadding,
     ParallelLoader,
     StepBoundary,
 )
