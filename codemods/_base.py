@@ -306,6 +306,45 @@ def dotted_name(node: cst.CSTNode) -> str | None:
     return None
 
 
+def with_keyword_argument(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Call:
+    """``call`` with ``keyword=value`` added in the call's own layout: last (before any
+    ``**kwargs``), on a line of its own with a trailing comma when the arguments are one per
+    line, else after ``, ``."""
+    new_arg = cst.Arg(
+        value,
+        keyword=cst.Name(keyword),
+        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+    )
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[new_arg])
+    unpacked = next((i for i, arg in enumerate(args) if arg.star == "**"), None)
+    if unpacked is not None:  # keyword arguments go before ``**kwargs``, as people write them
+        previous = args[unpacked - 1].comma if unpacked else None
+        spacing = (
+            previous.whitespace_after
+            if isinstance(previous, cst.Comma)
+            else cst.SimpleWhitespace(" ")
+        )
+        new_arg = new_arg.with_changes(comma=cst.Comma(whitespace_after=spacing))
+        return call.with_changes(args=[*args[:unpacked], new_arg, *args[unpacked:]])
+    last = args[-1]
+    comma = last.comma if isinstance(last.comma, cst.Comma) else None
+    if comma is not None and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
+        before_last = args[-2].comma.whitespace_after if len(args) > 1 else None  # type: ignore
+        if before_last is None:
+            before_last = call.whitespace_before_args
+        args[-1] = last.with_changes(comma=comma.with_changes(whitespace_after=before_last))
+        return call.with_changes(args=[*args, new_arg.with_changes(comma=comma)])
+    # ``f(a, b)`` or ``f(\n    a, b\n)``: the space before ``)`` moves behind the new argument
+    args[-1] = last.with_changes(
+        comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+        whitespace_after_arg=cst.SimpleWhitespace(""),
+    )
+    new_arg = new_arg.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+    return call.with_changes(args=[*args, new_arg])
+
+
 def walk_all(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """``node`` and every node under it, in source order."""
     yield node

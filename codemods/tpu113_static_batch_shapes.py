@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ._base import FindingDoc, Invalid, Safety, TpuCodemod, Valid, code_of, dotted_name
+from ._base import (
+    FindingDoc,
+    Invalid,
+    Safety,
+    TpuCodemod,
+    Valid,
+    code_of,
+    dotted_name,
+    with_keyword_argument,
+)
 from ._loops import ModuleIndex, calls, identifier_words, positional_arguments, walk_code
 
 DISTRIBUTED_SAMPLERS = (
@@ -22,6 +31,7 @@ EVAL_WORDS = frozenset(
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...): positional arguments
 # past ``sampler`` are too unusual to reason about.
 MAX_POSITIONAL = 4
+LOADER_PARAMETERS = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler")
 TRAIN, EVAL = "train", "eval"
 
 
@@ -143,9 +153,43 @@ class StaticBatchShapes(TpuCodemod):
             "val_batches = DataLoader(val_set, batch_sampler=BucketSampler(val_set))\n",
             why="an evaluation loader that decides about its last batch itself",
         ),
+        Valid(
+            "from torch.utils.data import DataLoader\n\n"
+            "loader_kwargs = dict(batch_size=8, drop_last=args.drop_last)\n"
+            "train_loader = DataLoader(train_set, **loader_kwargs)\n"
+            "train_batches = DataLoader(train_set, batch_size=8, drop_last=args.drop_last)\n",
+            why="drop_last chosen by a flag, directly or through readable **kwargs",
+        ),
     ]
 
     INVALID = [
+        Invalid(
+            "import torch\n\n\n"
+            "def main(args, use_cuda):\n"
+            "    train_kwargs = {\"batch_size\": args.batch_size}\n"
+            "    test_kwargs = {\"batch_size\": args.test_batch_size}\n"
+            "    if use_cuda:\n"
+            "        cuda_kwargs = {\"num_workers\": 1, \"pin_memory\": True, \"shuffle\": True}\n"
+            "        train_kwargs.update(cuda_kwargs)\n"
+            "        test_kwargs.update(cuda_kwargs)\n"
+            "    train_loader = torch.utils.data.DataLoader(dataset1, **train_kwargs)\n"
+            "    test_loader = torch.utils.data.DataLoader(dataset2, **test_kwargs)\n",
+            "import torch\n\n\n"
+            "def main(args, use_cuda):\n"
+            "    train_kwargs = {\"batch_size\": args.batch_size}\n"
+            "    test_kwargs = {\"batch_size\": args.test_batch_size}\n"
+            "    if use_cuda:\n"
+            "        cuda_kwargs = {\"num_workers\": 1, \"pin_memory\": True, \"shuffle\": True}\n"
+            "        train_kwargs.update(cuda_kwargs)\n"
+            "        test_kwargs.update(cuda_kwargs)\n"
+            "    train_loader = torch.utils.data.DataLoader(dataset1, drop_last=True, "
+            "**train_kwargs)\n"
+            "    # TODO(tpu-migrate): TPU231 partial last batch recompiles: pad the last batch or "
+            "accept one extra compile\n"
+            "    test_loader = torch.utils.data.DataLoader(dataset2, **test_kwargs)\n",
+            findings=[PARTIAL_EVAL_BATCH],
+            why="pytorch/examples mnist: the **kwargs dicts and their update() calls are read",
+        ),
         Invalid(
             "import torch\n"
             "from torch.utils.data import DataLoader\n\n"
@@ -371,7 +415,15 @@ class StaticBatchShapes(TpuCodemod):
         return None
 
     def _plan_training_loader(self, call: cst.Call) -> None:
-        drop_last = _argument(call, "drop_last")
+        arguments = self._arguments(call)
+        if arguments is None:
+            self.flag(
+                call,
+                DROP_LAST_NOT_SET,
+                "training loader built from **kwargs: pass drop_last=True unless they hold it",
+            )
+            return
+        drop_last = arguments.get("drop_last")
         if drop_last is not None:
             if code_of(drop_last) == "False":
                 self.flag(
@@ -381,7 +433,7 @@ class StaticBatchShapes(TpuCodemod):
                     "recompiles every epoch",
                 )
             return
-        if _argument(call, "batch_sampler", 4) is not None:
+        if arguments.get("batch_sampler") is not None:
             self.flag(
                 call,
                 DROP_LAST_NOT_SET,
@@ -389,32 +441,106 @@ class StaticBatchShapes(TpuCodemod):
                 "partial last batch",
             )
             return
-        if not _batches_several(call) or len(positional_arguments(call)) > MAX_POSITIONAL:
-            return
-        if any(arg.star == "**" for arg in call.args):
-            self.flag(
-                call,
-                DROP_LAST_NOT_SET,
-                "training loader built from **kwargs: pass drop_last=True unless they hold it",
-            )
+        if not _batches_several(arguments) or len(positional_arguments(call)) > MAX_POSITIONAL:
             return
         self.additions.add(id(call))
-        for sampler in self._distributed_samplers(call):
+        for sampler in self._distributed_samplers(arguments.get("sampler")):
             if _argument(sampler, "drop_last") is None and not any(a.star for a in sampler.args):
                 self.additions.add(id(sampler))
 
     def _plan_eval_loader(self, call: cst.Call) -> None:
-        if _argument(call, "drop_last") is not None or _argument(call, "batch_sampler", 4):
+        arguments = self._arguments(call)
+        if arguments is not None and (
+            "drop_last" in arguments
+            or "batch_sampler" in arguments
+            or not _batches_several(arguments)
+        ):
             return
-        if any(arg.star == "**" for arg in call.args) or _batches_several(call):
-            self.flag(
-                call,
-                PARTIAL_EVAL_BATCH,
-                "partial last batch recompiles: pad the last batch or accept one extra compile",
-            )
+        self.flag(
+            call,
+            PARTIAL_EVAL_BATCH,
+            "partial last batch recompiles: pad the last batch or accept one extra compile",
+        )
 
-    def _distributed_samplers(self, loader: cst.Call) -> list[cst.Call]:
-        sampler = _argument(loader, "sampler", 3)
+    def _arguments(self, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
+        """What the loader call passes, by parameter name, ``**kwargs`` included; None when a
+        ``**`` dict cannot be read (then anything may be in it)."""
+        arguments: dict[str, cst.BaseExpression] = {}
+        for name, arg in zip(LOADER_PARAMETERS, positional_arguments(call)):
+            arguments[name] = arg.value
+        for arg in call.args:
+            if arg.star == "**":
+                known = self._dict_keys(arg.value)
+                if known is None:
+                    return None
+                arguments.update(known)
+            elif arg.star == "*":
+                return None
+            elif arg.keyword is not None:
+                arguments[arg.keyword.value] = arg.value
+        return arguments
+
+    def _dict_keys(
+        self, expr: cst.BaseExpression, depth: int = 2
+    ) -> dict[str, cst.BaseExpression] | None:
+        """The string keys (and values) of the dict ``expr`` evaluates to: a dict literal, a
+        ``dict(k=v)`` call, either branch of ``a if c else b``, or a name whose assignments and
+        ``name.update(...)`` calls are all of these. None when the keys cannot all be known."""
+        if isinstance(expr, cst.Dict):
+            keys = {}
+            for element in expr.elements:
+                if not isinstance(element, cst.DictElement) or not isinstance(
+                    element.key, cst.SimpleString
+                ):
+                    return None
+                keys[element.key.evaluated_value] = element.value
+            return keys
+        if isinstance(expr, cst.Call) and self.is_name(expr.func, "builtins.dict"):
+            if any(arg.keyword is None for arg in expr.args):
+                return None
+            return {arg.keyword.value: arg.value for arg in expr.args}  # type: ignore[union-attr]
+        if isinstance(expr, cst.IfExp):
+            return _merged([self._dict_keys(expr.body, depth), self._dict_keys(expr.orelse, depth)])
+        if isinstance(expr, cst.Name) and depth > 0:
+            values = self.index.binding_values(expr)
+            if not values or self._written_by_subscript(expr.value):
+                return None
+            parts = [self._dict_keys(value, depth - 1) for value in values]
+            for update in self._updates_of(expr.value):
+                parts.append(self._update_keys(update, depth - 1))
+            return _merged(parts)
+        return None
+
+    def _written_by_subscript(self, name: str) -> bool:
+        return any(
+            isinstance(binding.target, cst.Subscript)
+            and dotted_name(binding.target.value) == name
+            for binding in self.index.all_bindings
+        )
+
+    def _updates_of(self, name: str) -> list[cst.Call]:
+        return [
+            call
+            for call in self.index.calls
+            if isinstance(call.func, cst.Attribute)
+            and call.func.attr.value in ("update", "setdefault", "__setitem__")
+            and dotted_name(call.func.value) == name
+        ]
+
+    def _update_keys(self, call: cst.Call, depth: int) -> dict[str, cst.BaseExpression] | None:
+        if not isinstance(call.func, cst.Attribute) or call.func.attr.value != "update":
+            return None
+        parts = []
+        for arg in call.args:
+            if arg.keyword is not None:
+                parts.append({arg.keyword.value: arg.value})
+            elif not arg.star:
+                parts.append(self._dict_keys(arg.value, depth))
+            else:
+                return None
+        return _merged(parts)
+
+    def _distributed_samplers(self, sampler: cst.BaseExpression | None) -> list[cst.Call]:
         if sampler is None:
             return []
         values = [sampler] if isinstance(sampler, cst.Call) else self.index.binding_values(sampler)
@@ -425,31 +551,7 @@ class StaticBatchShapes(TpuCodemod):
         if id(original_node) not in self.additions:
             return updated_node
         self.record_rewrite()
-        return with_keyword(updated_node, "drop_last", cst.Name("True"))
-
-
-def with_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Call:
-    """``call`` with ``keyword=value`` appended in the call's own layout: on its own line with
-    a trailing comma when the arguments are one per line, else inline."""
-    args = list(call.args)
-    new_arg = cst.Arg(
-        value,
-        keyword=cst.Name(keyword),
-        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-    )
-    last = args[-1]
-    comma = last.comma if isinstance(last.comma, cst.Comma) else None
-    after_comma = comma.whitespace_after if comma is not None else None
-    if isinstance(after_comma, cst.ParenthesizedWhitespace):  # one argument per line
-        before_last = args[-2].comma.whitespace_after if len(args) > 1 else None
-        if before_last is None:
-            before_last = call.whitespace_before_args
-        new_arg = new_arg.with_changes(comma=comma)
-        args[-1] = last.with_changes(comma=comma.with_changes(whitespace_after=before_last))
-    else:
-        new_arg = new_arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    return call.with_changes(args=[*args, new_arg])
+        return with_keyword_argument(updated_node, "drop_last", cst.Name("True"))
 
 
 def _is_backward(node: cst.CSTNode) -> bool:
@@ -471,13 +573,21 @@ def _argument(call: cst.Call, keyword: str, position: int | None = None):
     return None
 
 
-def _batches_several(call: cst.Call) -> bool:
+def _batches_several(arguments: dict[str, cst.BaseExpression]) -> bool:
     """The loader's batches may hold more than one sample (DataLoader's batch_size defaults
     to 1; ``None`` turns batching off)."""
-    batch_size = _argument(call, "batch_size", 1)
-    if batch_size is None:
-        return any(arg.star == "**" for arg in call.args)
-    return code_of(batch_size) not in ("1", "None")
+    batch_size = arguments.get("batch_size")
+    return batch_size is not None and code_of(batch_size) not in ("1", "None")
+
+
+def _merged(parts: list[dict | None]) -> dict | None:
+    """The union of several dicts' keys (a later value wins); None when one is unknown."""
+    if any(part is None for part in parts):
+        return None
+    merged: dict = {}
+    for part in parts:
+        merged.update(part)  # type: ignore[arg-type]
+    return merged
 
 
 def _words_of(node: cst.CSTNode) -> set[str]:

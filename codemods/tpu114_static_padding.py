@@ -5,7 +5,17 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
-from ._base import FindingDoc, ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of, dotted_name
+from ._base import (
+    FindingDoc,
+    ImportSpec,
+    Invalid,
+    Safety,
+    TpuCodemod,
+    Valid,
+    code_of,
+    dotted_name,
+    with_keyword_argument,
+)
 from ._loops import ModuleIndex, identifier_words, positional_arguments
 
 PAD_SEQUENCE = ("torch.nn.utils.rnn.pad_sequence",)
@@ -399,11 +409,7 @@ def _fixed_tokenizer_padding(call: cst.Call, bucket_size: int) -> cst.Call:
                 for arg in call.args
             ]
         )
-    args = list(call.args)
-    args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    return call.with_changes(
-        args=[*args, _keyword_arg("pad_to_multiple_of", cst.Integer(str(bucket_size)))]
-    )
+    return with_keyword_argument(call, "pad_to_multiple_of", cst.Integer(str(bucket_size)))
 
 
 def _after_imports(body: list[cst.BaseStatement]) -> int:
