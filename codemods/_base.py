@@ -30,6 +30,7 @@ FINDINGS_KEY = "tpu_migrate.findings"
 REWRITES_KEY = "tpu_migrate.rewrites"
 DISABLED_FINDINGS_KEY = "tpu_migrate.disabled_findings"
 OPTIONS_KEY = "tpu_migrate.rule_options"  # rule code -> {option name: value} from the user's config
+ADJUSTMENTS_KEY = "tpu_migrate.verify_adjustments"
 
 
 class Safety(str, enum.Enum):
@@ -72,6 +73,21 @@ class Finding:
             "column": self.column,
             "message": self.message,
         }
+
+
+@dataclass(frozen=True)
+class VerifyAdjustment:
+    """A change of behaviour a rule made on purpose that `tpu-migrate verify` repeats in the
+    original run, so both runs stay comparable (``kind`` names what the bootstrap does, e.g.
+    ``drop_last``: the call on lines ``line``..``end_line`` gets ``drop_last=True``)."""
+
+    code: str
+    kind: str
+    line: int
+    end_line: int
+
+    def to_dict(self) -> dict:
+        return {"code": self.code, "kind": self.kind, "line": self.line, "end_line": self.end_line}
 
 
 @dataclass(frozen=True)
@@ -217,6 +233,16 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         """Count an edit this rule made (feeds the `applied` list and the statistics)."""
         rewrites: Counter = self.context.scratch.setdefault(REWRITES_KEY, Counter())
         rewrites[self.CODE] += count
+
+    def align_original(self, node: cst.CSTNode, kind: str) -> None:
+        """Ask `tpu-migrate verify` to make the original run do what this edit of ``node`` (an
+        original node) makes the migrated one do; ``kind`` is one the verify bootstrap knows."""
+        try:
+            span = self.get_metadata(PositionProvider, node)
+        except KeyError:
+            return
+        adjustments: list = self.context.scratch.setdefault(ADJUSTMENTS_KEY, [])
+        adjustments.append(VerifyAdjustment(self.CODE, kind, span.start.line, span.end.line))
 
     def require_import(self, spec: ImportSpec) -> None:
         AddImportsVisitor.add_needed_import(self.context, spec.module, spec.obj, spec.asname)

@@ -551,6 +551,7 @@ class StaticBatchShapes(TpuCodemod):
         if id(original_node) not in self.additions:
             return updated_node
         self.record_rewrite()
+        self.align_original(original_node, "drop_last")
         return with_keyword_argument(updated_node, "drop_last", cst.Name("True"))
 
 

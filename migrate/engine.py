@@ -19,10 +19,12 @@ from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 import codemods
 from codemods._base import (
+    ADJUSTMENTS_KEY,
     DISABLED_FINDINGS_KEY,
     FINDINGS_KEY,
     REWRITES_KEY,
     Finding,
+    VerifyAdjustment,
     tidy_torch_xla_imports,
 )
 
@@ -41,6 +43,8 @@ class FileResult:
     new_text: str | None = None  # None: unchanged (or not processed)
     applied: dict[str, int] = field(default_factory=dict)  # rule code -> number of edits
     findings: list[Finding] = field(default_factory=list)
+    # what `verify` must repeat in the original run; lines are the user's (before migration)
+    adjustments: list[VerifyAdjustment] = field(default_factory=list)
     error: str | None = None  # "path:line: message" form is made by the renderers
     error_line: int = 1
     skipped: bool = False  # pre-filter said the file cannot need a rewrite
@@ -108,28 +112,33 @@ def migrate_file(path: Path, selection: Selection) -> FileResult:
         result.error = f"cannot parse: {type(exc).__name__}"
         return result
     try:
-        new_text, applied, findings = run_pipeline(module, source.text, selection, str(path))
+        new_text, applied, findings, adjustments = run_pipeline(
+            module, source.text, selection, str(path)
+        )
     except RuleFailure as exc:
         result.error, result.error_line = f"internal error in rule {exc.code}: {exc}", exc.line
         return result
     result.new_text = new_text
     result.applied = applied
     result.findings = findings
+    result.adjustments = adjustments
     return result
 
 
 def run_pipeline(
     module: cst.Module, original: str, selection: Selection, filename: str = "<string>"
-) -> tuple[str, dict[str, int], list[Finding]]:
+) -> tuple[str, dict[str, int], list[Finding], list[VerifyAdjustment]]:
     context = CodemodContext(filename=filename)
     context.scratch[DISABLED_FINDINGS_KEY] = selection.disabled_findings
     findings: list[Finding] = []
+    adjustments: list[VerifyAdjustment] = []
     touched = False  # has any rule edited the tree (rewrite or marker) so far?
     for rule in selection.rules():
         if not rule.is_triggered_by(original):
             continue
         rewrites_before = _rewrite_count(context)
         context.scratch[FINDINGS_KEY] = []
+        context.scratch[ADJUSTMENTS_KEY] = []
         try:
             # Codemod.transform_module (not CodemodCommand's) so imports wait for the end.
             new_module = Codemod.transform_module(rule(context), module)
@@ -138,10 +147,12 @@ def run_pipeline(
         except Exception as exc:  # a bug in a rule must not cost the user the other files
             raise RuleFailure(rule.CODE, _describe(exc)) from exc
         rule_findings = context.scratch[FINDINGS_KEY]
-        if rule_findings:
+        rule_adjustments = context.scratch[ADJUSTMENTS_KEY]
+        if rule_findings or rule_adjustments:
             # Positions are in this rule's input; report them in the user's file.
             line_map = LineMap(module.code if touched else original, original)
             findings.extend(line_map.finding(f) for f in rule_findings)
+            adjustments.extend(line_map.adjustment(a) for a in rule_adjustments)
         if rule_findings or _rewrite_count(context) != rewrites_before:
             _check_compiles(new_module, rule.CODE, filename)
             touched = True
@@ -153,7 +164,8 @@ def run_pipeline(
         new_text = _laid_out(original, new_text, filename)
     applied = dict(context.scratch.get(REWRITES_KEY, Counter()))
     findings.sort(key=lambda f: (f.line, f.column, f.code))
-    return new_text, {code: n for code, n in applied.items() if n}, findings
+    applied = {code: n for code, n in applied.items() if n}
+    return new_text, applied, findings, adjustments
 
 
 def _syntax_error(text: str, exc: cst.ParserSyntaxError) -> tuple[str, int]:

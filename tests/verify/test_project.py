@@ -13,9 +13,11 @@ def test_rules_that_change_numerics_on_purpose_are_announced():
     applied = rules_applied_to(FIXTURES / "recommender_sparse/before/train.py")
     assert "TPU111" in applied
     notes = numerics_notes(applied)
-    assert len(notes) == 1 and notes[0].startswith("TPU111 changes numerics on purpose: SparseAdam")
+    assert [note.split()[0] for note in notes] == ["TPU111", "TPU113"]
+    assert notes[0].startswith("TPU111 changes numerics on purpose: SparseAdam")
+    assert "drop their last partial batch" in notes[1]
 
 
 def test_plain_device_rules_add_no_numerics_note():
-    applied = rules_applied_to(FIXTURES / "classic_cuda/before/train.py")
+    applied = rules_applied_to(FIXTURES / "dict_batches/before/train.py")
     assert applied and numerics_notes(applied) == []
