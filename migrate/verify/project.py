@@ -60,9 +60,11 @@ def rules_applied_to(script: Path) -> list[str]:
     return sorted(result.applied) if result.changed else []
 
 
-def adjustments_for_given_migration(script: Path, migrated: Path) -> tuple[list[dict], list[str]]:
+def adjustments_for_given_migration(
+    script: Path, migrated: Path
+) -> tuple[list[dict], list[str], list[str]]:
     """What the original run repeats when the migrated file was made elsewhere (``--migrated``),
-    and notes about it.
+    notes about it, and the rules whose changes the migrated file lacks.
 
     The rules' adjustments of ``script`` count only when ``migrated`` already has those rules'
     edits: running the rule on it changes nothing more (rules are idempotent). A migration made
@@ -73,7 +75,7 @@ def adjustments_for_given_migration(script: Path, migrated: Path) -> tuple[list[
     adjustments = _with_paths(result.adjustments, script)
     codes = sorted({adjustment["code"] for adjustment in adjustments})
     if not codes:
-        return [], []
+        return [], [], []
     pending = migrate_file(migrated, Selection.from_options(select=codes)).applied
     missing = [code for code in codes if pending.get(code)]
     notes = [
@@ -82,7 +84,7 @@ def adjustments_for_given_migration(script: Path, migrated: Path) -> tuple[list[
         for code in missing
     ]
     kept = [adjustment for adjustment in adjustments if adjustment["code"] not in missing]
-    return kept, notes + adjustment_notes(kept, script.parent)
+    return kept, notes + adjustment_notes(kept, script.parent), missing
 
 
 def adjustment_notes(adjustments: list[dict], original_root: Path) -> list[str]:

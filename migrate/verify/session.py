@@ -181,8 +181,11 @@ def _migrated_side(
     the rules' changes of behaviour the original run repeats."""
     if options.migrated is not None:
         report.notes.append(f"migrated script given: {options.migrated}")
-        report.notes.extend(numerics_notes(rules_applied_to(options.script)))
-        adjustments, notes = adjustments_for_given_migration(options.script, options.migrated)
+        adjustments, notes, missing = adjustments_for_given_migration(
+            options.script, options.migrated
+        )
+        applied = [code for code in rules_applied_to(options.script) if code not in missing]
+        report.notes.extend(numerics_notes(applied))
         report.notes.extend(notes)
         return options.migrated, options.cwd, [], adjustments
     copy = migrate_copy(options.root, options.script, temp / "project")
