@@ -95,7 +95,10 @@ class StaticPadding(TpuCodemod):
             def collate(batch):
                 tokens = pad_to_bucket(
                     pad_sequence([b[0] for b in batch], batch_first=True, padding_value=PAD),
-                    64, PAD, batch_first=True, max_length=MAX_LEN,
+                    multiple=64,
+                    value=PAD,
+                    batch_first=True,
+                    max_length=MAX_LEN,
                 )
                 labels = pad_to_bucket(...)  # the same, with value -100
                 return tokens, labels
@@ -165,9 +168,10 @@ class StaticPadding(TpuCodemod):
             "MAX_LEN = 128\n\n\n"
             "def collate(batch):\n"
             "    tokens = pad_to_bucket(pad_sequence([b[0] for b in batch], batch_first=True, "
-            "padding_value=PAD), 64, PAD, batch_first=True, max_length=MAX_LEN)\n"
+            "padding_value=PAD), multiple=64, value=PAD, batch_first=True, max_length=MAX_LEN)\n"
             "    labels = pad_to_bucket(pad_sequence([b[1] for b in batch], batch_first=True, "
-            "padding_value=-100), 64, -100, batch_first=True, max_length=MAX_LEN)\n"
+            "padding_value=-100), multiple=64, value=-100, batch_first=True, "
+            "max_length=MAX_LEN)\n"
             "    return tokens, tokens != PAD, labels\n",
             why="labels keep their ignore value; the mask is computed from the padded tokens",
         ),
@@ -196,7 +200,7 @@ class StaticPadding(TpuCodemod):
             "def collate_fn(samples):\n"
             "    # TODO(tpu-migrate): TPU232 padded up to TPU_MAX_SEQ_LEN, a guessed maximum: "
             "set it to the real one\n"
-            "    return pad_to_bucket(rnn_utils.pad_sequence(samples), 64, 0, "
+            "    return pad_to_bucket(rnn_utils.pad_sequence(samples), multiple=64, value=0, "
             "max_length=TPU_MAX_SEQ_LEN)\n",
             findings=[MAX_LENGTH_MISSING],
             why="no maximum length in the file: a named constant and a finding",
@@ -288,8 +292,8 @@ class StaticPadding(TpuCodemod):
             return  # evaluating them twice could have side effects
         args = [
             cst.Arg(call),
-            cst.Arg(cst.Integer(str(int(self.option("bucket_size"))))),
-            cst.Arg(value),
+            _keyword_arg("multiple", cst.Integer(str(int(self.option("bucket_size"))))),
+            _keyword_arg("value", value),
         ]
         if batch_first is not None and code_of(batch_first) != "False":
             args.append(_keyword_arg("batch_first", batch_first))
