@@ -166,20 +166,20 @@ class StaticBatchShapes(TpuCodemod):
         Invalid(
             "import torch\n\n\n"
             "def main(args, use_cuda):\n"
-            "    train_kwargs = {\"batch_size\": args.batch_size}\n"
-            "    test_kwargs = {\"batch_size\": args.test_batch_size}\n"
+            '    train_kwargs = {"batch_size": args.batch_size}\n'
+            '    test_kwargs = {"batch_size": args.test_batch_size}\n'
             "    if use_cuda:\n"
-            "        cuda_kwargs = {\"num_workers\": 1, \"pin_memory\": True, \"shuffle\": True}\n"
+            '        cuda_kwargs = {"num_workers": 1, "pin_memory": True, "shuffle": True}\n'
             "        train_kwargs.update(cuda_kwargs)\n"
             "        test_kwargs.update(cuda_kwargs)\n"
             "    train_loader = torch.utils.data.DataLoader(dataset1, **train_kwargs)\n"
             "    test_loader = torch.utils.data.DataLoader(dataset2, **test_kwargs)\n",
             "import torch\n\n\n"
             "def main(args, use_cuda):\n"
-            "    train_kwargs = {\"batch_size\": args.batch_size}\n"
-            "    test_kwargs = {\"batch_size\": args.test_batch_size}\n"
+            '    train_kwargs = {"batch_size": args.batch_size}\n'
+            '    test_kwargs = {"batch_size": args.test_batch_size}\n'
             "    if use_cuda:\n"
-            "        cuda_kwargs = {\"num_workers\": 1, \"pin_memory\": True, \"shuffle\": True}\n"
+            '        cuda_kwargs = {"num_workers": 1, "pin_memory": True, "shuffle": True}\n'
             "        train_kwargs.update(cuda_kwargs)\n"
             "        test_kwargs.update(cuda_kwargs)\n"
             "    train_loader = torch.utils.data.DataLoader(dataset1, drop_last=True, "
@@ -513,8 +513,7 @@ class StaticBatchShapes(TpuCodemod):
 
     def _written_by_subscript(self, name: str) -> bool:
         return any(
-            isinstance(binding.target, cst.Subscript)
-            and dotted_name(binding.target.value) == name
+            isinstance(binding.target, cst.Subscript) and dotted_name(binding.target.value) == name
             for binding in self.index.all_bindings
         )
 

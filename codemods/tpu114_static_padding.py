@@ -132,7 +132,7 @@ class StaticPadding(TpuCodemod):
         ),
         Valid(
             "from torch.nn.utils.rnn import pad_sequence\n\n"
-            "ids = pad_sequence(seqs, batch_first=True, padding_side=\"left\")\n"
+            'ids = pad_sequence(seqs, batch_first=True, padding_side="left")\n'
             "encoded = encoder(text, padding=True)\n",
             why="left padding is left alone; a callee that is no tokenizer keeps its padding",
         ),
@@ -209,12 +209,12 @@ class StaticPadding(TpuCodemod):
             "import transformers\n\n"
             "tokenizer = transformers.AutoTokenizer.from_pretrained(name)\n"
             "fixed = tokenizer(texts, padding=True, truncation=True, max_length=128)\n"
-            "longest = tokenizer(texts, padding=\"longest\", return_tensors=\"pt\")\n"
+            'longest = tokenizer(texts, padding="longest", return_tensors="pt")\n'
             "already = tokenizer(texts, padding=True, pad_to_multiple_of=8)\n",
             "import transformers\n\n"
             "tokenizer = transformers.AutoTokenizer.from_pretrained(name)\n"
-            "fixed = tokenizer(texts, padding=\"max_length\", truncation=True, max_length=128)\n"
-            "longest = tokenizer(texts, padding=\"longest\", return_tensors=\"pt\", "
+            'fixed = tokenizer(texts, padding="max_length", truncation=True, max_length=128)\n'
+            'longest = tokenizer(texts, padding="longest", return_tensors="pt", '
             "pad_to_multiple_of=64)\n"
             "already = tokenizer(texts, padding=True, pad_to_multiple_of=8)\n",
             why="a known max_length gives one shape; otherwise buckets without truncation",
@@ -407,9 +407,11 @@ def _fixed_tokenizer_padding(call: cst.Call, bucket_size: int) -> cst.Call:
     if _argument(call, "max_length") is not None:
         return call.with_changes(
             args=[
-                arg.with_changes(value=cst.SimpleString('"max_length"'))
-                if arg.keyword is not None and arg.keyword.value == "padding"
-                else arg
+                (
+                    arg.with_changes(value=cst.SimpleString('"max_length"'))
+                    if arg.keyword is not None and arg.keyword.value == "padding"
+                    else arg
+                )
                 for arg in call.args
             ]
         )
@@ -435,8 +437,7 @@ def _assigns(module: cst.Module, name: str) -> bool:
     return any(
         isinstance(statement, cst.SimpleStatementLine)
         and any(
-            isinstance(small, cst.Assign)
-            and any(code_of(t.target) == name for t in small.targets)
+            isinstance(small, cst.Assign) and any(code_of(t.target) == name for t in small.targets)
             for small in statement.body
         )
         for statement in module.body
