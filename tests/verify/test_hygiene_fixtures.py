@@ -42,7 +42,9 @@ def test_full_migration_compiles_nothing_after_warmup(verify_cli, name):
     assert all(step["rel_diff"] <= 1e-5 for step in result["steps"])
     hygiene = result["hygiene"]
     assert hygiene["steady_steps"] > 0 and hygiene["compilations_after_warmup"] == 0
-    assert any(n.startswith("the original run repeats what TPU113 changed") for n in result["notes"])
+    assert any(
+        n.startswith("the original run repeats what TPU113 changed") for n in result["notes"]
+    )
 
 
 @pytest.mark.parametrize("name", sorted(HYGIENE))

@@ -35,7 +35,9 @@ PARTIAL = FIXTURES / "partial_last_batch"
 
 def _training_loader_line(script: Path) -> int:
     lines = script.read_text().splitlines()
-    return next(i for i, line in enumerate(lines, 1) if line.strip() == "train_loader = DataLoader(")
+    return next(
+        i for i, line in enumerate(lines, 1) if line.strip() == "train_loader = DataLoader("
+    )
 
 
 def test_the_original_run_repeats_drop_last_at_the_users_line(tmp_path):
@@ -52,7 +54,8 @@ def test_the_original_run_repeats_drop_last_at_the_users_line(tmp_path):
         }
     ]
     assert any(
-        note.startswith("the original run repeats what TPU113 changed") and f"train.py:{line}" in note
+        note.startswith("the original run repeats what TPU113 changed")
+        and f"train.py:{line}" in note
         for note in copy.notes(PARTIAL / "before")
     )
 
