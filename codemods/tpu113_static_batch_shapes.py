@@ -350,34 +350,25 @@ class StaticBatchShapes(TpuCodemod):
         """DataLoader calls iterated by loops of this file -> TRAIN (a loop with a backward
         iterates it) or EVAL (only loops without one do)."""
         roles: dict[int, str] = {}
-        training_functions = self._functions_running_backward()
+        training_calls = self._calls_of_functions_running_backward()
         for loop in self.index.for_loops:
             loader, _ = self.index.unwrap_iterable(loop.iter)
-            role = TRAIN if self._runs_backward(loop.body, training_functions) else EVAL
+            trains = any(
+                _is_backward(node) or id(node) in training_calls for node in walk_code(loop.body)
+            )
             for call in self._data_loader_calls(loader):
                 if roles.get(id(call)) != TRAIN:
-                    roles[id(call)] = role
+                    roles[id(call)] = TRAIN if trains else EVAL
         return roles
 
-    def _functions_running_backward(self) -> set[int]:
+    def _calls_of_functions_running_backward(self) -> set[int]:
+        """Calls of the functions of this file whose own code runs a ``.backward()``."""
         return {
-            id(function)
+            id(call)
             for function in self.index.functions
             if any(_is_backward(node) for node in walk_code(function.body))
+            for call in self.index.calls_of(function)
         }
-
-    def _runs_backward(self, body: cst.CSTNode, training_functions: set[int]) -> bool:
-        for node in walk_code(body):
-            if _is_backward(node):
-                return True
-        return any(
-            id(function) in training_functions
-            and any(self._is_inside(call, body) for call in self.index.calls_of(function))
-            for function in self.index.functions
-        )
-
-    def _is_inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
-        return any(ancestor is container for ancestor in self.index.ancestors(node))
 
     def _data_loader_calls(self, ref: cst.BaseExpression, depth: int = 2) -> list[cst.Call]:
         """The ``DataLoader(...)`` calls ``ref`` may evaluate to: the call itself, the loader
