@@ -206,6 +206,38 @@ class StaticPadding(TpuCodemod):
             why="no maximum length in the file: a named constant and a finding",
         ),
         Invalid(
+            "import torch\n"
+            "from torch.nn.utils import rnn\n\n"
+            "BLOCK_SIZE = 256\n\n\n"
+            "class Collator:\n"
+            "    def __call__(self, items):\n"
+            "        return rnn.pad_sequence(items, True, -1), "
+            "rnn.pad_sequence([i > 0 for i in items], True)\n",
+            "import torch\n"
+            "from torch.nn.utils import rnn\n\n\n"
+            "def pad_to_bucket(padded, multiple, value, batch_first=False, max_length=None):\n"
+            '    """Pad the time dimension of a pad_sequence() result up to the next multiple of '
+            "``multiple``\n"
+            "    (at most ``max_length``, never below the batch's own length), so that XLA "
+            "compiles one graph\n"
+            '    per length bucket instead of one per batch length."""\n'
+            "    time_dim = 1 if batch_first else 0\n"
+            "    length = padded.size(time_dim)\n"
+            "    target = -(-length // multiple) * multiple\n"
+            "    if max_length is not None:\n"
+            "        target = max(min(target, max_length), length)\n"
+            "    padding = [0, 0] * (padded.dim() - time_dim - 1) + [0, target - length]\n"
+            "    return torch.nn.functional.pad(padded, padding, value=value)\n\n\n"
+            "BLOCK_SIZE = 256\n\n\n"
+            "class Collator:\n"
+            "    def __call__(self, items):\n"
+            "        return pad_to_bucket(rnn.pad_sequence(items, True, -1), multiple=64, value=-1, "
+            "batch_first=True, max_length=BLOCK_SIZE), pad_to_bucket(rnn.pad_sequence([i > 0 "
+            "for i in items], True), multiple=64, value=0, batch_first=True, "
+            "max_length=BLOCK_SIZE)\n",
+            why="positional batch_first and padding_value; a bool mask is padded with False (0)",
+        ),
+        Invalid(
             "import transformers\n\n"
             "tokenizer = transformers.AutoTokenizer.from_pretrained(name)\n"
             "fixed = tokenizer(texts, padding=True, truncation=True, max_length=128)\n"
