@@ -1,7 +1,9 @@
 """The rule registry: every rule, in pipeline order.
 
 Order matters: old torch_xla spellings are modernised first, then devices are chosen (and models
-put on them before their optimizers are built), CUDA runtime calls mapped, loaders wrapped, and
+put on them before their optimizers are built), CUDA runtime calls mapped, batch shapes made static
+(TPU113 drop_last, TPU114 bucket padding: they read the user's own ``DataLoader(...)`` and
+``pad_sequence(...)`` calls, before TPU103 wraps the loaders in MpDeviceLoader), loaders wrapped, and
 the step boundary is placed (it needs to know whether the loop iterates an MpDeviceLoader).
 
 TPU116 (boolean-mask writes) is a local rewrite that depends on no other rule; it runs before
@@ -28,6 +30,8 @@ from .tpu109_checkpoints import Checkpoints
 from .tpu110_xla_rng import XlaRng
 from .tpu111_sparse_embeddings import SparseEmbeddings
 from .tpu112_torch_compile import TorchCompile
+from .tpu113_static_batch_shapes import StaticBatchShapes
+from .tpu114_static_padding import StaticPadding
 from .tpu116_masked_writes import MaskedWrites
 from .tpu117_xla_hazards import XlaHazards
 
@@ -43,6 +47,8 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     SparseEmbeddings,
     TorchCompile,
     MaskedWrites,
+    StaticBatchShapes,
+    StaticPadding,
     ParallelLoader,
     StepBoundary,
     XlaHazards,

@@ -31,6 +31,7 @@ FINDINGS_KEY = "tpu_migrate.findings"
 REWRITES_KEY = "tpu_migrate.rewrites"
 DISABLED_FINDINGS_KEY = "tpu_migrate.disabled_findings"
 OPTIONS_KEY = "tpu_migrate.rule_options"  # rule code -> {option name: value} from the user's config
+ADJUSTMENTS_KEY = "tpu_migrate.verify_adjustments"  # VerifyAdjustments the rules recorded
 # (line in the rule's input, code as written; "" for a bare ignore) of each suppression that hid
 # something, and whether the file has any suppression comment at all (set by the engine).
 USED_SUPPRESSIONS_KEY = "tpu_migrate.used_suppressions"
@@ -116,8 +117,24 @@ class _SuppressedStatement:
     token: str
     rewrites: int
     findings: int
+    adjustments: int
     imports: int
     refused: int
+
+
+@dataclass(frozen=True)
+class VerifyAdjustment:
+    """A change of behaviour a rule made on purpose that `tpu-migrate verify` repeats in the
+    original run, so both runs stay comparable (``kind`` names what the bootstrap does, e.g.
+    ``drop_last``: the call on lines ``line``..``end_line`` gets ``drop_last=True``)."""
+
+    code: str
+    kind: str
+    line: int
+    end_line: int
+
+    def to_dict(self) -> dict:
+        return {"code": self.code, "kind": self.kind, "line": self.line, "end_line": self.end_line}
 
 
 @dataclass(frozen=True)
@@ -270,6 +287,16 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         rewrites: Counter = self.context.scratch.setdefault(REWRITES_KEY, Counter())
         rewrites[self.CODE] += count
 
+    def align_original(self, node: cst.CSTNode, kind: str) -> None:
+        """Ask `tpu-migrate verify` to make the original run do what this edit of ``node`` (an
+        original node) makes the migrated one do; ``kind`` is one the verify bootstrap knows."""
+        try:
+            span = self.get_metadata(PositionProvider, node)
+        except KeyError:
+            return
+        adjustments: list = self.context.scratch.setdefault(ADJUSTMENTS_KEY, [])
+        adjustments.append(VerifyAdjustment(self.CODE, kind, span.start.line, span.end.line))
+
     def require_import(self, spec: ImportSpec) -> None:
         AddImportsVisitor.add_needed_import(self.context, spec.module, spec.obj, spec.asname)
 
@@ -402,6 +429,7 @@ class TpuCodemod(VisitorBasedCodemodCommand):
             token=match[1],
             rewrites=self._recorded_rewrite_count(),
             findings=len(self.context.scratch.get(FINDINGS_KEY, ())),
+            adjustments=len(self.context.scratch.get(ADJUSTMENTS_KEY, ())),
             imports=len(self.context.scratch.get(AddImportsVisitor.CONTEXT_KEY, ())),
             refused=self._refused_edits,
         )
@@ -421,6 +449,7 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         )
         rewrites[self.CODE] = entered.rewrites
         del findings[entered.findings :]
+        del self.context.scratch.setdefault(ADJUSTMENTS_KEY, [])[entered.adjustments :]
         del imports[entered.imports :]
         self._markers.pop(id(original_node), None)
         if hid_something:
@@ -511,6 +540,45 @@ def dotted_name(node: cst.CSTNode) -> str | None:
         base = dotted_name(node.value)
         return f"{base}.{node.attr.value}" if base else None
     return None
+
+
+def with_keyword_argument(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Call:
+    """``call`` with ``keyword=value`` added in the call's own layout: last (before any
+    ``**kwargs``), on a line of its own with a trailing comma when the arguments are one per
+    line, else after ``, ``."""
+    new_arg = cst.Arg(
+        value,
+        keyword=cst.Name(keyword),
+        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+    )
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[new_arg])
+    unpacked = next((i for i, arg in enumerate(args) if arg.star == "**"), None)
+    if unpacked is not None:  # keyword arguments go before ``**kwargs``, as people write them
+        previous = args[unpacked - 1].comma if unpacked else None
+        spacing = (
+            previous.whitespace_after
+            if isinstance(previous, cst.Comma)
+            else cst.SimpleWhitespace(" ")
+        )
+        new_arg = new_arg.with_changes(comma=cst.Comma(whitespace_after=spacing))
+        return call.with_changes(args=[*args[:unpacked], new_arg, *args[unpacked:]])
+    last = args[-1]
+    comma = last.comma if isinstance(last.comma, cst.Comma) else None
+    if comma is not None and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
+        before_last = args[-2].comma.whitespace_after if len(args) > 1 else None  # type: ignore
+        if before_last is None:
+            before_last = call.whitespace_before_args
+        args[-1] = last.with_changes(comma=comma.with_changes(whitespace_after=before_last))
+        return call.with_changes(args=[*args, new_arg.with_changes(comma=comma)])
+    # ``f(a, b)`` or ``f(\n    a, b\n)``: the space before ``)`` moves behind the new argument
+    args[-1] = last.with_changes(
+        comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+        whitespace_after_arg=cst.SimpleWhitespace(""),
+    )
+    new_arg = new_arg.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+    return call.with_changes(args=[*args, new_arg])
 
 
 def walk_all(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -20,6 +20,7 @@ from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 import codemods
 from codemods._base import (
+    ADJUSTMENTS_KEY,
     DISABLED_FINDINGS_KEY,
     FINDINGS_KEY,
     HAS_SUPPRESSIONS_KEY,
@@ -29,6 +30,7 @@ from codemods._base import (
     SUPPRESSION_PATTERN,
     USED_SUPPRESSIONS_KEY,
     Finding,
+    VerifyAdjustment,
     tidy_torch_xla_imports,
 )
 
@@ -48,6 +50,8 @@ class FileResult:
     new_text: str | None = None  # None: unchanged (or not processed)
     applied: dict[str, int] = field(default_factory=dict)  # rule code -> number of edits
     findings: list[Finding] = field(default_factory=list)
+    # what `verify` must repeat in the original run; lines are the user's (before migration)
+    adjustments: list[VerifyAdjustment] = field(default_factory=list)
     error: str | None = None  # "path:line: message" form is made by the renderers
     error_line: int = 1
     skipped: bool = False  # pre-filter said the file cannot need a rewrite
@@ -126,6 +130,8 @@ class PipelineDetails:
 
     rewrite_regions: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     used_suppressions: set[tuple[int, str]] = field(default_factory=set)
+    # what `verify` must repeat in the original run, in the user's lines
+    adjustments: list[VerifyAdjustment] = field(default_factory=list)
 
 
 class RuleFailure(Exception):
@@ -167,6 +173,7 @@ def migrate_file(path: Path, selection: Selection) -> FileResult:
     result.applied = applied
     result.findings = findings
     result.rewrite_regions = details.rewrite_regions
+    result.adjustments = details.adjustments
     if SUPPRESSION_PATTERN.search(source.text):
         result.unused_suppressions = unused_suppressions(
             source.text, details.used_suppressions, selection.active_codes(), codemods.all_codes()
@@ -193,6 +200,7 @@ def run_pipeline(
             continue
         rewrites_before = _rewrite_count(context)
         context.scratch[FINDINGS_KEY] = []
+        context.scratch[ADJUSTMENTS_KEY] = []
         try:
             # Codemod.transform_module (not CodemodCommand's) so imports wait for the end.
             new_module = Codemod.transform_module(rule(context), module)
@@ -202,13 +210,15 @@ def run_pipeline(
             raise RuleFailure(rule.CODE, _describe(exc)) from exc
         rule_findings = context.scratch[FINDINGS_KEY]
         used = context.scratch.pop(USED_SUPPRESSIONS_KEY, [])
+        rule_adjustments = context.scratch.pop(ADJUSTMENTS_KEY, [])
         rewrote = _rewrite_count(context) != rewrites_before
-        if rule_findings or used or rewrote:
+        if rule_findings or used or rewrote or rule_adjustments:
             # Positions are in this rule's input; report them in the user's file.
             rule_input = module.code if touched else original
             line_map = LineMap(rule_input, original)
             findings.extend(line_map.finding(f) for f in rule_findings)
             details.used_suppressions.update((line_map.line(ln), code) for ln, code in used)
+            details.adjustments.extend(line_map.adjustment(a) for a in rule_adjustments)
         if rule_findings or rewrote:
             new_code = new_module.code
             _check_compiles(new_module, rule.CODE, filename, new_code)
@@ -224,7 +234,8 @@ def run_pipeline(
         new_text = _laid_out(original, new_text, filename)
     applied = dict(context.scratch.get(REWRITES_KEY, Counter()))
     findings.sort(key=lambda f: (f.line, f.column, f.code))
-    return new_text, {code: n for code, n in applied.items() if n}, findings
+    applied = {code: n for code, n in applied.items() if n}
+    return new_text, applied, findings
 
 
 def _syntax_error(text: str, exc: cst.ParserSyntaxError) -> tuple[str, int]:

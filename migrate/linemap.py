@@ -6,7 +6,7 @@ import bisect
 import difflib
 from dataclasses import replace
 
-from codemods._base import Finding
+from codemods._base import Finding, VerifyAdjustment
 
 
 class LineMap:
@@ -38,3 +38,7 @@ class LineMap:
 
     def finding(self, finding: Finding) -> Finding:
         return replace(finding, line=self.line(finding.line))
+
+    def adjustment(self, adjustment: VerifyAdjustment) -> VerifyAdjustment:
+        first = self.line(adjustment.line)
+        return replace(adjustment, line=first, end_line=max(first, self.line(adjustment.end_line)))

@@ -67,6 +67,14 @@ def run_notes(options: Options, original: SideRun, migrated: SideRun) -> list[st
             f"autocast disabled on both sides for an fp32 comparison: {autocast[0]} region(s) "
             f"in the original run, {autocast[1]} in the migrated run"
         )
+    dropped = {
+        k.removeprefix("drop_last:"): n
+        for k, n in counts[ORIGINAL].items()
+        if k.startswith("drop_last:")
+    }
+    if dropped:
+        made = ", ".join(f"{name} x{n}" for name, n in sorted(dropped.items()))
+        notes.append(f"drop_last=True given in the original run, as in the migrated one: {made}")
     if options.original_cpu_path:
         notes.append("original run untouched on the CPU (--original-cpu-path): no CUDA mapping")
     else:

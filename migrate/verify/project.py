@@ -21,6 +21,8 @@ class MigratedCopy:
     )  # relative path -> rule -> edits
     errors: list[str] = field(default_factory=list)  # "path: message" for files left unmigrated
     findings: int = 0  # TPU2xx findings a human still has to look at
+    # what the original run repeats (see original_side_adjustments), with absolute paths
+    adjustments: list[dict] = field(default_factory=list)
 
     def notes(self, original_root: Path) -> list[str]:
         notes = []
@@ -38,6 +40,7 @@ class MigratedCopy:
             )
         notes.extend(f"not migrated: {error}" for error in self.errors)
         notes.extend(numerics_notes(code for rules in self.changed.values() for code in rules))
+        notes.extend(adjustment_notes(self.adjustments, original_root))
         return notes
 
 
@@ -57,6 +60,54 @@ def rules_applied_to(script: Path) -> list[str]:
     return sorted(result.applied) if result.changed else []
 
 
+def adjustments_for_given_migration(
+    script: Path, migrated: Path
+) -> tuple[list[dict], list[str], list[str]]:
+    """What the original run repeats when the migrated file was made elsewhere (``--migrated``),
+    notes about it, and the rules whose changes the migrated file lacks.
+
+    The rules' adjustments of ``script`` count only when ``migrated`` already has those rules'
+    edits: running the rule on it changes nothing more (rules are idempotent). A migration made
+    with the rule ignored (``apply --ignore TPU113``) keeps the original's behaviour, so the
+    original run is then left as it is.
+    """
+    result = migrate_file(script, Selection.from_options())
+    adjustments = _with_paths(result.adjustments, script)
+    codes = sorted({adjustment["code"] for adjustment in adjustments})
+    if not codes:
+        return [], [], []
+    pending = migrate_file(migrated, Selection.from_options(select=codes)).applied
+    missing = [code for code in codes if pending.get(code)]
+    notes = [
+        f"{code} would still edit {migrated.name}: the migrated script does not have its changes, "
+        "so the original run is not adjusted for them"
+        for code in missing
+    ]
+    kept = [adjustment for adjustment in adjustments if adjustment["code"] not in missing]
+    return kept, notes + adjustment_notes(kept, script.parent), missing
+
+
+def adjustment_notes(adjustments: list[dict], original_root: Path) -> list[str]:
+    """One note per rule whose behaviour change the original run repeats."""
+    places: dict[tuple[str, str], list[str]] = {}
+    for adjustment in adjustments:
+        where = f"{_relative(Path(adjustment['path']), original_root)}:{adjustment['line']}"
+        places.setdefault((adjustment["code"], adjustment["kind"]), []).append(where)
+    return [
+        f"the original run repeats what {code} changed, so both runs see the same batches: "
+        f"{ADJUSTMENT_WORDING.get(kind, kind)} at {', '.join(where)}"
+        for (code, kind), where in sorted(places.items())
+    ]
+
+
+# How a note names what the bootstrap does for each adjustment kind.
+ADJUSTMENT_WORDING = {"drop_last": "drop_last=True (the last partial batch is skipped)"}
+
+
+def _with_paths(adjustments, path: Path) -> list[dict]:
+    return [{**adjustment.to_dict(), "path": str(path.resolve())} for adjustment in adjustments]
+
+
 def migrate_copy(root: Path, script: Path, destination: Path) -> MigratedCopy:
     """Copy ``root`` to ``destination`` and migrate every Python file of the copy."""
     shutil.copytree(root, destination, symlinks=True, ignore=shutil.ignore_patterns(*SKIPPED_DIRS))
@@ -70,6 +121,7 @@ def migrate_copy(root: Path, script: Path, destination: Path) -> MigratedCopy:
             copy.errors.append(f"{relative}:{result.error_line}: {result.error}")
             continue
         copy.findings += len(result.findings)
+        copy.adjustments += _with_paths(result.adjustments, root / relative)
         if result.changed:
             result.path.write_bytes(result.new_bytes())
             copy.changed[relative] = dict(result.applied)

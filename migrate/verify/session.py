@@ -23,7 +23,12 @@ from .compare import (
 )
 from .notes import failure_hints, run_notes
 from .params import compare_params
-from .project import migrate_copy, numerics_notes, rules_applied_to
+from .project import (
+    adjustments_for_given_migration,
+    migrate_copy,
+    numerics_notes,
+    rules_applied_to,
+)
 from .runner import MIGRATED, ORIGINAL, SideRun, SideSpec, protocol, run_sides
 
 
@@ -128,11 +133,11 @@ def verify(options: Options) -> Report:
 
 
 def _run(options: Options, report: Report, temp: Path) -> None:
-    migrated_script, migrated_cwd, pythonpath = _migrated_side(options, report, temp)
+    migrated_script, migrated_cwd, pythonpath, adjustments = _migrated_side(options, report, temp)
     report.migrated_script = migrated_script
     user_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     specs = [
-        _spec(options, ORIGINAL, options.script, options.cwd, user_path, temp),
+        _spec(options, ORIGINAL, options.script, options.cwd, user_path, temp, adjustments),
         _spec(options, MIGRATED, migrated_script, migrated_cwd, pythonpath or user_path, temp),
     ]
     report.original, report.migrated = run_sides(specs, options.timeout)
@@ -169,12 +174,20 @@ def _run(options: Options, report: Report, temp: Path) -> None:
     report.verdict = decide(report.rows, report.params, report.tolerance, strict)
 
 
-def _migrated_side(options: Options, report: Report, temp: Path) -> tuple[Path, Path, list[str]]:
-    """The migrated script, its working directory, and PYTHONPATH entries pointing into the copy."""
+def _migrated_side(
+    options: Options, report: Report, temp: Path
+) -> tuple[Path, Path, list[str], list[dict]]:
+    """The migrated script, its working directory, PYTHONPATH entries pointing into the copy, and
+    the rules' changes of behaviour the original run repeats."""
     if options.migrated is not None:
         report.notes.append(f"migrated script given: {options.migrated}")
-        report.notes.extend(numerics_notes(rules_applied_to(options.script)))
-        return options.migrated, options.cwd, []
+        adjustments, notes, missing = adjustments_for_given_migration(
+            options.script, options.migrated
+        )
+        applied = [code for code in rules_applied_to(options.script) if code not in missing]
+        report.notes.extend(numerics_notes(applied))
+        report.notes.extend(notes)
+        return options.migrated, options.cwd, [], adjustments
     copy = migrate_copy(options.root, options.script, temp / "project")
     report.notes.extend(copy.notes(options.root))
 
@@ -190,11 +203,17 @@ def _migrated_side(options: Options, report: Report, temp: Path) -> tuple[Path, 
         for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
         if p
     ]
-    return copy.script, into_copy(options.cwd), pythonpath
+    return copy.script, into_copy(options.cwd), pythonpath, copy.adjustments
 
 
 def _spec(
-    options: Options, side: str, script: Path, cwd: Path, pythonpath: list[str], temp: Path
+    options: Options,
+    side: str,
+    script: Path,
+    cwd: Path,
+    pythonpath: list[str],
+    temp: Path,
+    adjustments: list[dict] = (),
 ) -> SideSpec:
     config = protocol.Config(
         side=side,
@@ -204,6 +223,7 @@ def _spec(
         keep_dropout=options.keep_dropout,
         keep_autocast=options.keep_autocast,
         map_cuda=not options.original_cpu_path,
+        adjustments=tuple(adjustments),
     )
     return SideSpec(
         side, script, list(options.script_args), cwd, options.python, config, pythonpath

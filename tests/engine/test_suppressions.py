@@ -269,3 +269,25 @@ def test_comment_above_a_statement_or_in_its_body_does_not_suppress_the_header(p
     )
     assert [f.code for f in result.findings] == ["TPU201"]
     assert [(u.line, u.code) for u in result.unused_suppressions] == [(5, "TPU201")]
+
+
+TWO_TRAINING_LOADERS = """\
+import torch
+from torch.utils.data import DataLoader
+
+train_a = DataLoader(data_a, batch_size=8, shuffle=True)
+train_b = DataLoader(data_b, batch_size=8, shuffle=True)  # tpu-migrate: ignore[TPU113]
+for loader in (train_a, train_b):
+    for x, y in loader:
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_suppressed_rewrite_asks_verify_for_no_adjustment_there(project):
+    result = migrate(project, TWO_TRAINING_LOADERS, Selection.from_options(["TPU113"]))
+    lines = lines_of(result)
+    assert "drop_last=True" in lines[3]
+    assert lines[4] == TWO_TRAINING_LOADERS.splitlines()[4]
+    assert [(a.code, a.kind, a.line) for a in result.adjustments] == [("TPU113", "drop_last", 4)]

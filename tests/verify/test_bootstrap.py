@@ -45,7 +45,11 @@ CUDA_CHECKS = textwrap.dedent("""
 
 
 def _run_original(
-    tmp_path: Path, code: str, map_cuda: bool = True, keep_autocast: bool = False
+    tmp_path: Path,
+    code: str,
+    map_cuda: bool = True,
+    keep_autocast: bool = False,
+    adjustments: tuple = (),
 ) -> subprocess.CompletedProcess:
     script = tmp_path / "checks.py"
     script.write_text("import json\n" + code)
@@ -56,6 +60,7 @@ def _run_original(
         seed=0,
         map_cuda=map_cuda,
         keep_autocast=keep_autocast,
+        adjustments=adjustments,
     )
     spec = SideSpec(ORIGINAL, script, [], tmp_path, sys.executable, config)
     (tmp_path / "traces").mkdir()
@@ -147,3 +152,39 @@ def test_grad_scaler_losses_are_recorded_unscaled_and_kept_autocast_runs_bf16_on
     assert proc.stdout.strip() == '"torch.bfloat16"'
     trace = json.loads(next((tmp_path / "traces").glob("trace-original-*.json")).read_text())
     assert [s["loss"] for s in trace["steps"]] == [2.0, 0.5]  # not 2.0 * 65536
+
+
+DROP_LAST_CHECKS = textwrap.dedent("""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+    from torch.utils.data.distributed import DistributedSampler
+
+    data = TensorDataset(torch.arange(10.0))
+    sampler = DistributedSampler(data, num_replicas=3, rank=0, shuffle=False)
+    train_loader = DataLoader(
+        data, batch_size=2, sampler=sampler
+    )
+    eval_loader = DataLoader(data, batch_size=4)
+    kept = DataLoader(data, batch_size=4, drop_last=False)
+    print(json.dumps([sampler.drop_last, train_loader.drop_last, eval_loader.drop_last,
+                      kept.drop_last, len(train_loader)]))
+    """)
+
+
+def test_original_side_drops_the_last_batch_only_where_the_migration_did(tmp_path):
+    pytest.importorskip("torch")
+    script = tmp_path / "checks.py"
+    # checks.py is "import json" + a blank line + DROP_LAST_CHECKS: the sampler is on line 8,
+    # the training loader on lines 9-11, the loader passing drop_last=False on line 13
+    adjustments = tuple(
+        {"code": "TPU113", "kind": "drop_last", "path": str(script), "line": a, "end_line": b}
+        for a, b in [(8, 8), (9, 11), (13, 13)]
+    )
+    proc = _run_original(tmp_path, DROP_LAST_CHECKS, adjustments=adjustments)
+    assert proc.returncode == 0, proc.stderr
+    # 10 samples over 3 replicas: 3 per replica without the tail, so one batch of 2; the eval
+    # loader (line 12) is not listed, and the loader's own drop_last=False wins
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [True, True, False, False, 1]
+    trace = json.loads(next((tmp_path / "traces").glob("trace-original-*.json")).read_text())
+    assert trace["notes"]["drop_last:DataLoader"] == 1
+    assert trace["notes"]["drop_last:DistributedSampler"] == 1

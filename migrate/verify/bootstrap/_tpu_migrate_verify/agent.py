@@ -25,6 +25,10 @@ def install(config: Config) -> None:
         from . import cuda_on_cpu
 
         cuda_on_cpu.install(RECORDER.notes)
+    if config.side == ORIGINAL and config.adjustments:
+        from . import align
+
+        align.install(config.adjustments, RECORDER.notes)
     RECORDER.install_hooks()
     atexit.register(write_if_it_trained)
 
