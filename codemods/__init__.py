@@ -2,7 +2,9 @@
 
 Order matters: old torch_xla spellings are modernised first, then devices are chosen (and models
 put on them before their optimizers are built), CUDA runtime calls mapped, loaders wrapped, and
-last the step boundary is placed (it needs to know whether the loop iterates an MpDeviceLoader).
+then the step boundary is placed (it needs to know whether the loop iterates an MpDeviceLoader),
+and last the host reads are moved out of the step (TPU115 needs to know where the boundary is: a
+read before it is mid-step, and its step closures run at it).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .tpu109_checkpoints import Checkpoints
 from .tpu110_xla_rng import XlaRng
 from .tpu111_sparse_embeddings import SparseEmbeddings
 from .tpu112_torch_compile import TorchCompile
+from .tpu115_host_syncs import HostSyncs
 
 PIPELINE: tuple[type[TpuCodemod], ...] = (
     ModernizeTorchXla,
@@ -36,6 +39,7 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     TorchCompile,
     ParallelLoader,
     StepBoundary,
+    HostSyncs,
 )
 
 __all__ = [
