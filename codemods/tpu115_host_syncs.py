@@ -8,15 +8,22 @@ from typing import Iterator
 import libcst as cst
 
 from ._base import XM, FindingDoc, Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
-from ._loops import ModuleIndex, calls, names_in_target, new_statement, refers_to, walk_code
+from ._loops import (
+    ModuleIndex,
+    calls,
+    identifier_words,
+    names_in_target,
+    new_statement,
+    refers_to,
+    walk_code,
+)
 from ._statements import AppliesStatementEdits, Replacement
+from .tpu102_step_boundary import NOT_OPTIMIZER_WORDS, OPTIMIZER_WORDS, _last_identifier
 
 PER_STEP_READ = "TPU241"
 
 SYNCS = ("torch_xla.sync", "torch_xla.torch_xla.sync", "torch_xla.core.xla_model.mark_step")
 SYNC_SPELLINGS = ("torch_xla.sync", "xm.mark_step")
-STEP_CLOSURES = ("torch_xla.core.xla_model.add_step_closure",)
-STEP_CLOSURE_SPELLINGS = ("xm.add_step_closure",)
 XLA_OPTIMIZER_STEP = ("torch_xla.core.xla_model.optimizer_step",)
 AUTOGRAD = ("torch.autograd.backward", "torch.autograd.grad")
 # Methods that only report a value: their call can run later, in a step closure, unchanged.
@@ -50,8 +57,7 @@ class LoopPlan:
     """What happens to the reads of one training loop."""
 
     loop: cst.For | cst.While
-    device_loop: bool
-    sync: cst.SimpleStatementLine | None  # a ``torch_xla.sync()`` statement of the loop's body
+    sync: cst.SimpleStatementLine | None  # None: the loop iterates an MpDeviceLoader
     sync_movable: bool = False
 
 
@@ -78,10 +84,11 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
           per step, reassigned or used by another function) nothing is rewritten and the read
           is flagged TPU241.
         - Progress-bar updates (``pbar.set_postfix(loss=loss.item())``,
-          ``set_description(...)``) are throttled: they reuse the loop's existing interval
-          condition (an earlier ``if ... % ... == 0:``) or get ``if step % LOG_EVERY == 0:``,
-          with the loop index (the loop is wrapped in ``enumerate`` when it has none) and a
-          module constant ``LOG_EVERY`` (option ``log_every``, default 10).
+          ``set_description(...)``) are throttled: they join the loop's own interval block
+          (``if step % log_interval == 0:``) when it follows them, reuse its condition
+          otherwise, and get ``if step % LOG_EVERY == 0:`` when the loop has none, with the
+          loop index (the loop is wrapped in ``enumerate`` when it has none) and a module
+          constant ``LOG_EVERY`` (option ``log_every``, default 10).
         - When a rewritten read follows the loop's ``torch_xla.sync()`` (TPU102 places it right
           after the optimizer step), the sync moves to the end of the body, so each closure runs
           at the end of its own step (and the last one is not lost). It stays where it is when
@@ -101,6 +108,13 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         closure reads after the step's graph has run, costing one copy and no execution; a sum
         kept on the device costs nothing until it is read. Sums kept on the device add in fp32
         where Python added in float64: the last digits of a long sum may differ.
+
+        Logging that already runs at an interval also moves into a closure: under the
+        condition it still read in the middle of the step, cutting that step's graph in two.
+        Closures run in order at the end of the step, so their lines come after any line the
+        rest of that step prints directly. A sum reset at the interval (``running = 0.0``)
+        makes the step after the reset a second graph, compiled once. A value read into a
+        variable (``loss_val = loss.item()``) is flagged rather than followed.
 
     Example
         Before::
@@ -125,7 +139,6 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
                 total += loss.detach()
                 if step % 50 == 0:
                     xm.add_step_closure(lambda loss: pbar.set_postfix(loss=loss.item()), args=(loss,))
-                if step % 50 == 0:
                     xm.add_step_closure(
                         lambda step, loss: print(f"step {step} loss {loss.item():.4f}"),
                         args=(step, loss),
@@ -155,8 +168,809 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
             "at the end of an epoch, not in every step.",
         )
     }
-    VALID = []
-    INVALID = []
+    VALID = [
+        Valid(
+            "import torch\n"
+            "\n"
+            "\n"
+            "def evaluate(model, loader):\n"
+            "    total, correct = 0.0, 0\n"
+            "    with torch.no_grad():\n"
+            "        for x, y in loader:\n"
+            "            out = model(x)\n"
+            "            total += criterion(out, y).item()\n"
+            "            correct += (out.argmax(1) == y).sum().item()\n"
+            "    return total / len(loader), correct\n",
+            why="an evaluation loop (no backward, no optimizer step) may read every batch",
+        ),
+        Valid(
+            "import torch\n"
+            "import torch_xla.core.xla_model as xm\n"
+            "import torch_xla.distributed.parallel_loader as pl\n"
+            "\n"
+            "\n"
+            "def _log(step, loss):\n"
+            '    print(f"step {step} loss {loss.item():.4f}")\n'
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer, device):\n"
+            "    total = 0.0\n"
+            "    for step, (x, y) in enumerate(pl.MpDeviceLoader(loader, device)):\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        xm.optimizer_step(optimizer)\n"
+            "        total += loss.detach()\n"
+            "        if step % 10 == 0:\n"
+            "            xm.add_step_closure(_log, args=(step, loss))\n"
+            '    print(f"mean loss {total.item() / (step + 1):.4f}")\n',
+            why="already idiomatic: a device-side sum and throttled logging in a step closure",
+        ),
+        Valid(
+            "import torch\n"
+            "\n"
+            "\n"
+            "for x, y in loader:\n"
+            "    loss = model(x, y)\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n"
+            '    print(f"loss {loss.item():.4f}")\n',
+            why="a loop without a step boundary is TPU102's business: closures would never run",
+        ),
+        Valid(
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer, args):\n"
+            "    for i, (x, y) in enumerate(loader):\n"
+            "        lr = float(args.lr)\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        torch_xla.sync()\n"
+            '        print(f"epoch {args.epoch} step {i} lr {lr}")\n'
+            '        stats = {"n": x.size(0)}\n'
+            "        for k, v in stats.items():\n"
+            "            print(k, v)\n"
+            '    print("done", loss.item())\n',
+            why="look-alikes: float() of a Python value, prints of Python values, dict.items(), a read after the loop",
+        ),
+        Valid(
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer):\n"
+            "    for step, (x, y) in enumerate(loader):\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        torch_xla.sync()\n"
+            "        if step >= max_steps:\n"
+            "            break\n"
+            "        if step % 10 == 0:\n"
+            '            print(f"step {step} loss {loss.item():.4f}")\n',
+            why="a report after a sync that must stay put reads values the step already computed",
+        ),
+        Valid(
+            "import numpy as np\n"
+            "import torch\n"
+            "import torch_xla.core.xla_model as xm\n"
+            "import torch_xla.distributed.parallel_loader as pl\n"
+            "\n"
+            "for x, y in pl.MpDeviceLoader(loader, device):\n"
+            "    loss = model(x, y)\n"
+            "    loss.backward()\n"
+            "    xm.optimizer_step(optimizer)\n"
+            "    xm.add_step_closure(lambda: print(loss.item()))\n"
+            "    scale = np.array([0.5]).item(0)\n",
+            why="a closure written by hand without args, and a numpy scalar's item(0)",
+        ),
+        Valid(
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "for x, y in loader:\n"
+            "    loss = model(x, y)\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n"
+            "    torch_xla.sync()\n"
+            "grad_norm = sum(p.grad.norm() ** 2 for p in model.parameters()).item()\n"
+            'print(f"final loss {loss.item():.4f} grad norm {grad_norm:.3f}")\n',
+            why="a training loop over parameters inside the step is bookkeeping, and its read is outside any step",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n"
+            "import torch_xla.distributed.parallel_loader as pl\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer, device):\n"
+            "    for x, y in pl.MpDeviceLoader(loader, device):\n"
+            "        optimizer.zero_grad()\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            '        print(f"loss {loss.item():.4f}")\n',
+            "import torch\n"
+            "import torch_xla.core.xla_model as xm\n"
+            "import torch_xla.distributed.parallel_loader as pl\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer, device):\n"
+            "    for x, y in pl.MpDeviceLoader(loader, device):\n"
+            "        optimizer.zero_grad()\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            '        xm.add_step_closure(lambda loss: print(f"loss {loss.item():.4f}"), args=(loss,))\n',
+            why="every-step logging in an MpDeviceLoader loop: the read moves into a step closure",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer, log_interval):\n"
+            "    for i, (x, y) in enumerate(loader):\n"
+            "        optimizer.zero_grad()\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        torch_xla.sync()\n"
+            "        if i % log_interval == 0:\n"
+            '            print("step", i, "loss", loss.item())\n',
+            "import torch\n"
+            "import torch_xla\n"
+            "import torch_xla.core.xla_model as xm\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer, log_interval):\n"
+            "    for i, (x, y) in enumerate(loader):\n"
+            "        optimizer.zero_grad()\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        if i % log_interval == 0:\n"
+            '            xm.add_step_closure(lambda i, loss: print("step", i, "loss", loss.item()), args=(i, loss))\n'
+            "        torch_xla.sync()\n",
+            why="interval logging after TPU102's sync: the closure takes the step index and the sync moves below it",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "for epoch in range(2):\n"
+            "    running_loss = 0.0\n"
+            "    for i, (inputs, labels) in enumerate(trainloader):\n"
+            "        optimizer.zero_grad()\n"
+            "        outputs = net(inputs)\n"
+            "        loss = criterion(outputs, labels)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        torch_xla.sync()\n"
+            "\n"
+            "        running_loss += loss.item()\n"
+            "        if i % 2000 == 1999:\n"
+            '            print(f"[{epoch + 1}, {i + 1:5d}] loss: {running_loss / 2000:.3f}")\n'
+            "            running_loss = 0.0\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "import torch_xla.core.xla_model as xm\n"
+            "\n"
+            "for epoch in range(2):\n"
+            "    running_loss = 0.0\n"
+            "    for i, (inputs, labels) in enumerate(trainloader):\n"
+            "        optimizer.zero_grad()\n"
+            "        outputs = net(inputs)\n"
+            "        loss = criterion(outputs, labels)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "\n"
+            "        running_loss += loss.detach()\n"
+            "        if i % 2000 == 1999:\n"
+            '            xm.add_step_closure(lambda i, running_loss: print(f"[{epoch + 1}, {i + 1:5d}] loss: {float(running_loss) / 2000:.3f}"), args=(i, running_loss))\n'
+            "            running_loss = 0.0\n"
+            "        torch_xla.sync()\n",
+            why="the CIFAR-10 tutorial: a running sum read and reset at the interval stays on the device",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train_epoch(model, loader, optimizer, criterion):\n"
+            "    running = 0.0\n"
+            "    correct = 0\n"
+            "    for x, y in loader:\n"
+            "        optimizer.zero_grad()\n"
+            "        out = model(x)\n"
+            "        loss = criterion(out, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        torch_xla.sync()\n"
+            "        running += loss.item() * x.size(0)\n"
+            "        correct += out.argmax(1).eq(y).sum().item()\n"
+            "    n = len(loader.dataset)\n"
+            "    return running / n, correct / n\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train_epoch(model, loader, optimizer, criterion):\n"
+            "    running = 0.0\n"
+            "    correct = 0\n"
+            "    for x, y in loader:\n"
+            "        optimizer.zero_grad()\n"
+            "        out = model(x)\n"
+            "        loss = criterion(out, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        running += loss.detach() * x.size(0)\n"
+            "        correct += out.argmax(1).eq(y).sum()\n"
+            "        torch_xla.sync()\n"
+            "    n = len(loader.dataset)\n"
+            "    return float(running) / n, int(correct) / n\n",
+            why="a weighted loss sum and a correct count, read once each when returned",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "from tqdm import tqdm\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer):\n"
+            "    pbar = tqdm(loader)\n"
+            "    for i, (x, y) in enumerate(pbar):\n"
+            "        optimizer.zero_grad()\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        pbar.set_postfix(loss=loss.item())\n"
+            "        torch_xla.sync()\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "from tqdm import tqdm\n"
+            "import torch_xla.core.xla_model as xm\n"
+            "\n"
+            "LOG_EVERY = 10  # steps between progress-bar updates (each one reads the device)\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer):\n"
+            "    pbar = tqdm(loader)\n"
+            "    for i, (x, y) in enumerate(pbar):\n"
+            "        optimizer.zero_grad()\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        if i % LOG_EVERY == 0:\n"
+            "            xm.add_step_closure(lambda loss: pbar.set_postfix(loss=loss.item()), args=(loss,))\n"
+            "        torch_xla.sync()\n",
+            why="a per-step progress bar is throttled with the loop index and a LOG_EVERY constant",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "from tqdm import tqdm\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer):\n"
+            "    pbar = tqdm(loader)\n"
+            "    for x, y in pbar:\n"
+            "        optimizer.zero_grad()\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        torch_xla.sync()\n"
+            '        pbar.set_description(f"loss {loss.item():.3f}")\n',
+            "import torch\n"
+            "import torch_xla\n"
+            "from tqdm import tqdm\n"
+            "import torch_xla.core.xla_model as xm\n"
+            "\n"
+            "LOG_EVERY = 10  # steps between progress-bar updates (each one reads the device)\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer):\n"
+            "    pbar = tqdm(loader)\n"
+            "    for step, (x, y) in enumerate(pbar):\n"
+            "        optimizer.zero_grad()\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        if step % LOG_EVERY == 0:\n"
+            '            xm.add_step_closure(lambda loss: pbar.set_description(f"loss {loss.item():.3f}"), args=(loss,))\n'
+            "        torch_xla.sync()\n",
+            why="a loop without an index gets one from enumerate to throttle its progress bar",
+        ),
+        Invalid(
+            "import logging\n"
+            "\n"
+            "import torch\n"
+            "import torch_xla.distributed.parallel_loader as pl\n"
+            "\n"
+            "logger = logging.getLogger(__name__)\n"
+            "\n"
+            "\n"
+            "def fit(model, loader, optimizer, device):\n"
+            "    step = 0\n"
+            "    for batch in pl.MpDeviceLoader(loader, device):\n"
+            "        loss = model(**batch).loss\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n"
+            "        if step % 50 == 0:\n"
+            '            logger.info("step %d loss %.4f", step, float(loss))\n'
+            "        step += 1\n",
+            "import logging\n"
+            "\n"
+            "import torch\n"
+            "import torch_xla.core.xla_model as xm\n"
+            "import torch_xla.distributed.parallel_loader as pl\n"
+            "\n"
+            "logger = logging.getLogger(__name__)\n"
+            "\n"
+            "\n"
+            "def fit(model, loader, optimizer, device):\n"
+            "    step = 0\n"
+            "    for batch in pl.MpDeviceLoader(loader, device):\n"
+            "        loss = model(**batch).loss\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n"
+            "        if step % 50 == 0:\n"
+            '            xm.add_step_closure(lambda step, loss: logger.info("step %d loss %.4f", step, float(loss)), args=(step, loss))\n'
+            "        step += 1\n",
+            why="float(loss) in a logger call; the counter incremented later is passed by value",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "import torch_xla\n"
+            "\n"
+            "for x, y in loader:\n"
+            "    loss = F.mse_loss(model(x), y)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+            "    opt.zero_grad()\n"
+            "    print(loss)\n"
+            "    torch_xla.sync()\n",
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "import torch_xla\n"
+            "import torch_xla.core.xla_model as xm\n"
+            "\n"
+            "for x, y in loader:\n"
+            "    loss = F.mse_loss(model(x), y)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+            "    opt.zero_grad()\n"
+            "    xm.add_step_closure(print, args=(loss,))\n"
+            "    torch_xla.sync()\n",
+            why="print(loss) prints a tensor: print itself becomes the closure",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "import torch_xla\n"
+            "from torch.utils.tensorboard import SummaryWriter\n"
+            "\n"
+            "writer = SummaryWriter()\n"
+            "for step, (x, y) in enumerate(loader):\n"
+            "    loss = F.cross_entropy(model(x), y)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+            "    opt.zero_grad()\n"
+            "    torch_xla.sync()\n"
+            '    writer.add_scalar("train/loss", loss.item(), step)\n'
+            '    print(f"step {step}: {loss:.4f}")\n',
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "import torch_xla\n"
+            "from torch.utils.tensorboard import SummaryWriter\n"
+            "import torch_xla.core.xla_model as xm\n"
+            "\n"
+            "writer = SummaryWriter()\n"
+            "for step, (x, y) in enumerate(loader):\n"
+            "    loss = F.cross_entropy(model(x), y)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+            "    opt.zero_grad()\n"
+            '    xm.add_step_closure(lambda loss, step: writer.add_scalar("train/loss", loss.item(), step), args=(loss, step))\n'
+            '    xm.add_step_closure(lambda step, loss: print(f"step {step}: {loss:.4f}"), args=(step, loss))\n'
+            "    torch_xla.sync()\n",
+            why="TensorBoard scalars and an f-string formatting the tensor itself",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer):\n"
+            '    best = float("inf")\n'
+            "    history = []\n"
+            "    for x, y in loader:\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n"
+            "        history.append(loss.item())\n"
+            "        if loss.item() < best:\n"
+            "            best = loss.item()\n"
+            "        torch_xla.sync()\n"
+            "    return history\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer):\n"
+            '    best = float("inf")\n'
+            "    history = []\n"
+            "    for x, y in loader:\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n"
+            "        # TODO(tpu-migrate): TPU241 per-step host sync: .item() inside the training step\n"
+            "        history.append(loss.item())\n"
+            "        # TODO(tpu-migrate): TPU241 per-step host sync: .item() inside the training step\n"
+            "        if loss.item() < best:\n"
+            "            # TODO(tpu-migrate): TPU241 per-step host sync: .item() inside the training step\n"
+            "            best = loss.item()\n"
+            "        torch_xla.sync()\n"
+            "    return history\n",
+            findings=["TPU241", "TPU241", "TPU241"],
+            why="reads that decide something or are kept every step are flagged, not rewritten",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer):\n"
+            "    total = 0.0\n"
+            "    for x, y in loader:\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        torch_xla.sync()\n"
+            "        total += loss.item()\n"
+            "        if total > 1e4:\n"
+            "            break\n"
+            "    return total\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer):\n"
+            "    total = 0.0\n"
+            "    for x, y in loader:\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        torch_xla.sync()\n"
+            "        # TODO(tpu-migrate): TPU241 per-step host sync: .item() inside the training step\n"
+            "        total += loss.item()\n"
+            "        if total > 1e4:\n"
+            "            break\n"
+            "    return total\n",
+            findings=["TPU241"],
+            why="a running sum compared every step cannot stay on the device: flagged",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla.distributed.parallel_loader as pl\n"
+            "from tqdm import tqdm\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer, device):\n"
+            "    pbar = tqdm(pl.MpDeviceLoader(loader, device))\n"
+            "    for step, (x, y) in enumerate(pbar):\n"
+            "        out = model(x)\n"
+            "        loss = torch.nn.functional.cross_entropy(out, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n"
+            "        pbar.set_postfix(acc=(out.argmax(1) == y).float().mean().item())\n"
+            "        if step % 20 == 0:\n"
+            '            print(f"step {step} loss {loss.item():.4f}")\n',
+            "import torch\n"
+            "import torch_xla.distributed.parallel_loader as pl\n"
+            "from tqdm import tqdm\n"
+            "import torch_xla.core.xla_model as xm\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer, device):\n"
+            "    pbar = tqdm(pl.MpDeviceLoader(loader, device))\n"
+            "    for step, (x, y) in enumerate(pbar):\n"
+            "        out = model(x)\n"
+            "        loss = torch.nn.functional.cross_entropy(out, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n"
+            "        if step % 20 == 0:\n"
+            "            xm.add_step_closure(lambda acc: pbar.set_postfix(acc=acc.item()), args=((out.argmax(1) == y).float().mean(),))\n"
+            '            xm.add_step_closure(lambda step, loss: print(f"step {step} loss {loss.item():.4f}"), args=(step, loss))\n',
+            why="a bar over an MpDeviceLoader joins the loop's interval block; a computed accuracy is passed as acc",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train_step(model, batch, optimizer):\n"
+            "    loss = model(batch)\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n"
+            "    optimizer.zero_grad()\n"
+            "    return loss\n"
+            "\n"
+            "\n"
+            "def fit(model, loader, optimizer, epochs):\n"
+            "    for epoch in range(epochs):\n"
+            "        total = 0\n"
+            "        for batch in loader:\n"
+            "            loss = train_step(model, batch, optimizer)\n"
+            "            torch_xla.sync()\n"
+            "            total += loss.item()\n"
+            '        print(f"epoch {epoch} loss {total / len(loader):.4f}")\n',
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train_step(model, batch, optimizer):\n"
+            "    loss = model(batch)\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n"
+            "    optimizer.zero_grad()\n"
+            "    return loss\n"
+            "\n"
+            "\n"
+            "def fit(model, loader, optimizer, epochs):\n"
+            "    for epoch in range(epochs):\n"
+            "        total = 0\n"
+            "        for batch in loader:\n"
+            "            loss = train_step(model, batch, optimizer)\n"
+            "            total += loss.detach()\n"
+            "            torch_xla.sync()\n"
+            '        print(f"epoch {epoch} loss {float(total) / len(loader):.4f}")\n',
+            why="a step function called from the loop; the epoch sum starts as int 0 but sums floats",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer):\n"
+            "    for x, y in loader:\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        torch_xla.sync()\n"
+            "        if x is None:\n"
+            "            continue\n"
+            '        print(f"loss {loss.item():.4f}")\n'
+            "        pbar.set_postfix(loss=loss.item())\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer):\n"
+            "    for x, y in loader:\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        torch_xla.sync()\n"
+            "        if x is None:\n"
+            "            continue\n"
+            '        print(f"loss {loss.item():.4f}")\n'
+            "        # TODO(tpu-migrate): TPU241 per-step host sync: .item() inside the training step\n"
+            "        pbar.set_postfix(loss=loss.item())\n",
+            findings=["TPU241"],
+            why="a continue after the sync keeps it in place: the report after it reads computed values, the bar is flagged",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla.core.xla_model as xm\n"
+            "\n"
+            "step = 0\n"
+            "while step < 100:\n"
+            "    loss = model(next(batches))\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n"
+            '    print("loss", loss.item())\n'
+            "    step += 1\n"
+            "    xm.mark_step()\n",
+            "import torch\n"
+            "import torch_xla.core.xla_model as xm\n"
+            "\n"
+            "step = 0\n"
+            "while step < 100:\n"
+            "    loss = model(next(batches))\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n"
+            '    xm.add_step_closure(lambda loss: print("loss", loss.item()), args=(loss,))\n'
+            "    step += 1\n"
+            "    xm.mark_step()\n",
+            why="a while loop cut by xm.mark_step(): the closure is registered before it",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "total = 0.0\n"
+            "for x, y in loader:\n"
+            "    loss = model(x, y)\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n"
+            "    torch_xla.sync()\n"
+            "    total += loss.item()\n"
+            "\n"
+            "\n"
+            "def report():\n"
+            "    print(total)\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "total = 0.0\n"
+            "for x, y in loader:\n"
+            "    loss = model(x, y)\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n"
+            "    torch_xla.sync()\n"
+            "    # TODO(tpu-migrate): TPU241 per-step host sync: .item() inside the training step\n"
+            "    total += loss.item()\n"
+            "\n"
+            "\n"
+            "def report():\n"
+            "    print(total)\n",
+            findings=["TPU241"],
+            why="a module-level sum that a function reads cannot change type: flagged",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla.distributed.parallel_loader as pl\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer, device):\n"
+            "    correct = 0\n"
+            "    seen = 0\n"
+            "    for x, y in pl.MpDeviceLoader(loader, device):\n"
+            "        optimizer.zero_grad()\n"
+            "        logits = model(x)\n"
+            "        loss = torch.nn.functional.cross_entropy(logits, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        pred = logits.argmax(dim=1)\n"
+            "        correct += (pred == y).sum().item()\n"
+            "        seen += y.size(0)\n"
+            '    print(f"train accuracy {100.0 * correct / seen:.1f}% ({correct}/{seen})")\n',
+            "import torch\n"
+            "import torch_xla.distributed.parallel_loader as pl\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer, device):\n"
+            "    correct = 0\n"
+            "    seen = 0\n"
+            "    for x, y in pl.MpDeviceLoader(loader, device):\n"
+            "        optimizer.zero_grad()\n"
+            "        logits = model(x)\n"
+            "        loss = torch.nn.functional.cross_entropy(logits, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        pred = logits.argmax(dim=1)\n"
+            "        correct += (pred == y).sum()\n"
+            "        seen += y.size(0)\n"
+            '    print(f"train accuracy {100.0 * int(correct) / seen:.1f}% ({int(correct)}/{seen})")\n',
+            why="an accuracy counter read once at the end of the epoch, next to a Python sample count",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "from tqdm import tqdm\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer):\n"
+            "    pbar = tqdm(loader)\n"
+            "    for i, (x, y) in enumerate(pbar):\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n"
+            "        if i % 10 == 0:\n"
+            '            pbar.set_postfix(loss=loss.item(), lr=optimizer.param_groups[0]["lr"])\n'
+            "        torch_xla.sync()\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "from tqdm import tqdm\n"
+            "import torch_xla.core.xla_model as xm\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer):\n"
+            "    pbar = tqdm(loader)\n"
+            "    for i, (x, y) in enumerate(pbar):\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n"
+            "        if i % 10 == 0:\n"
+            '            xm.add_step_closure(lambda loss: pbar.set_postfix(loss=loss.item(), lr=optimizer.param_groups[0]["lr"]), args=(loss,))\n'
+            "        torch_xla.sync()\n",
+            why="a bar already under an interval condition only moves into a closure",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "from tqdm import tqdm\n"
+            "\n"
+            "LOG_EVERY = 25\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer):\n"
+            "    total = 0.0\n"
+            "    pbar = tqdm(loader)\n"
+            "    for i, (x, y) in enumerate(pbar):\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n"
+            "        torch_xla.sync()\n"
+            "        total += float(loss)\n"
+            "        pbar.set_postfix(avg=total / (i + 1))\n"
+            "    return total / len(loader)\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "from tqdm import tqdm\n"
+            "import torch_xla.core.xla_model as xm\n"
+            "\n"
+            "LOG_EVERY = 25\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer):\n"
+            "    total = 0.0\n"
+            "    pbar = tqdm(loader)\n"
+            "    for i, (x, y) in enumerate(pbar):\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n"
+            "        total += loss.detach()\n"
+            "        if i % LOG_EVERY == 0:\n"
+            "            xm.add_step_closure(lambda total, i: pbar.set_postfix(avg=float(total) / (i + 1)), args=(total, i))\n"
+            "        torch_xla.sync()\n"
+            "    return float(total) / len(loader)\n",
+            why="a running average shown in the bar is read in the throttled closure",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla.distributed.parallel_loader as pl\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer, device):\n"
+            "    for step, batch in enumerate(pl.MpDeviceLoader(loader, device)):\n"
+            "        outputs = model(**batch)\n"
+            "        outputs.loss.backward()\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n"
+            "        if step % 100 == 0:\n"
+            '            print(f"step {step} loss {outputs.loss.item():.4f}")\n',
+            "import torch\n"
+            "import torch_xla.core.xla_model as xm\n"
+            "import torch_xla.distributed.parallel_loader as pl\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer, device):\n"
+            "    for step, batch in enumerate(pl.MpDeviceLoader(loader, device)):\n"
+            "        outputs = model(**batch)\n"
+            "        outputs.loss.backward()\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n"
+            "        if step % 100 == 0:\n"
+            '            xm.add_step_closure(lambda loss, step: print(f"step {step} loss {loss.item():.4f}"), args=(outputs.loss, step))\n',
+            why="a Hugging Face style output: the computed loss is passed under its attribute name",
+        ),
+    ]
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -205,24 +1019,37 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == "backward":
             return True
-        if refers_to(self, func, AUTOGRAD) or calls(self, call, XLA_OPTIMIZER_STEP, ("xm.optimizer_step",)):
+        if refers_to(self, func, AUTOGRAD) or calls(
+            self, call, XLA_OPTIMIZER_STEP, ("xm.optimizer_step",)
+        ):
             return True
-        return (
-            isinstance(func, cst.Attribute)
-            and func.attr.value == "step"
-            and "opt" in code_of(func.value).lower()
-        )
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
+            return False
+        name = _last_identifier(func.value)
+        words = identifier_words(name) if name else set()
+        return not words.isdisjoint(OPTIMIZER_WORDS) and words.isdisjoint(NOT_OPTIMIZER_WORDS)
 
     def _boundary(self, loop: cst.For | cst.While) -> LoopPlan | None:
         """Where the loop's step ends, or None when the loop has no boundary this rule knows."""
-        if self.index.is_device_loop(loop):
-            return LoopPlan(loop, device_loop=True, sync=None)
+        if self._iterates_device_loader(loop):
+            return LoopPlan(loop, sync=None)
         if not isinstance(loop.body, cst.IndentedBlock):
             return None
         for statement in loop.body.body:
             if self._is_sync_statement(statement):
-                return LoopPlan(loop, False, statement, self._movable(loop, statement))
+                return LoopPlan(loop, statement, self._movable(loop, statement))
         return None
+
+    def _iterates_device_loader(self, loop) -> bool:
+        """``for b in pl.MpDeviceLoader(...)``, also through wrappers and a name bound once:
+        ``pbar = tqdm(pl.MpDeviceLoader(...))``; ``for i, b in enumerate(pbar)``."""
+        if not isinstance(loop, cst.For):
+            return False
+        iterable, _ = self.index.unwrap_iterable(loop.iter)
+        values = self.index.binding_values(iterable) if isinstance(iterable, cst.Name) else None
+        if values is not None and len(values) == 1:
+            iterable, _ = self.index.unwrap_iterable(values[0])
+        return self.index.device_loader_call(iterable) is not None
 
     def _is_sync_statement(self, statement: cst.CSTNode) -> bool:
         return (
@@ -261,6 +1088,11 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
             statement = self.index.statement_of(node)
             by_statement.setdefault(id(statement), (statement, []))[1].append((node, what))
         accumulators = self._accumulators(loop, function, by_statement, plan)
+        for name in accumulators:
+            for node in _name_nodes(loop.body, name):
+                statement = self.index.statement_of(node)
+                if _is_load(self.index, node) and self._is_report(statement):
+                    by_statement.setdefault(id(statement), (statement, []))
         moved_past_sync = False
         for statement, statement_reads in by_statement.values():
             after_sync = plan.sync is not None and self.index.runs_after(plan.sync, statement)
@@ -338,7 +1170,7 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         return found - not_tensors
 
     def _returns_tensor(self, call: cst.Call) -> bool:
-        if any(name.startswith("torch.") for name in self.qualified_names(call.func)):
+        if any(_is_tensor_function(name) for name in self.qualified_names(call.func)):
             return True
         constructors = self.index.binding_values(call.func) or []
         return any(
@@ -386,9 +1218,7 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
             if id(statement) in accumulations:
                 continue
             small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else None
-            if isinstance(small, cst.Assign) and any(
-                t.target is node for t in small.targets
-            ):
+            if isinstance(small, cst.Assign) and any(t.target is node for t in small.targets):
                 if not isinstance(small.value, (cst.Integer, cst.Float)) or len(small.targets) > 1:
                     return False
                 continue
@@ -420,11 +1250,12 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
                 n.name.value == name for n in node.names
             ):
                 return True
-            if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and node is not function:
-                if any(isinstance(n, cst.Name) and n.value == name for n in walk_all(node)):
+            if (
+                isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef))
+                and node is not function
+            ):
+                if name in _variable_names(node):
                     return True
-        if isinstance(function, cst.Module):
-            return False
         return False
 
     def _inside(self, node: cst.CSTNode, loop) -> bool:
@@ -457,7 +1288,9 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         for node in _name_nodes(function, accumulator.name):
             if self._inside(node, loop) or not _is_load(self.index, node):
                 continue
-            self.name_edits[id(node)] = cst.Call(cst.Name(converter), [cst.Arg(cst.Name(node.value))])
+            self.name_edits[id(node)] = cst.Call(
+                cst.Name(converter), [cst.Arg(cst.Name(node.value))]
+            )
             self.record_rewrite()
 
     # ------------------------------------------------------------------ reports
@@ -547,7 +1380,7 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         """``xm.add_step_closure(lambda <values>: <call>, args=(<values>,))``."""
         changing = _names_assigned_in(loop)
         tensors = self._tensor_names(self.index.owner(loop))
-        used = {n.value for n in walk_all(call) if isinstance(n, cst.Name)}
+        used = _variable_names(call)
         params: dict[str, cst.BaseExpression] = {}  # parameter -> what the step passes
         replacements: dict[int, cst.BaseExpression] = {}
         for node in walk_all(call):
@@ -642,13 +1475,11 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         if id(loop) in self.loop_edits:
             return code_of(self.loop_edits[id(loop)].elements[0].value)  # type: ignore
         function = self.index.owner(loop)
-        taken = {n.value for n in walk_all(function) if isinstance(n, cst.Name)}
+        taken = _variable_names(function)
         name = _fresh("step", taken)
         target = loop.target
         if isinstance(target, cst.Tuple):
-            target = target.with_changes(
-                lpar=[cst.LeftParen()], rpar=[cst.RightParen()]
-            )
+            target = target.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         self.loop_edits[id(loop)] = cst.Tuple(
             [cst.Element(cst.Name(name)), cst.Element(target)], lpar=[], rpar=[]
         )
@@ -688,6 +1519,34 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
 
 
 # ---------------------------------------------------------------------- helpers
+def _is_tensor_function(qualified: str) -> bool:
+    """``torch.randn``, ``torch.nn.functional.cross_entropy``: functions returning tensors (not
+    ``torch.device``, optimizers, modules or ``torch.utils`` classes)."""
+    if qualified.startswith("torch.nn.functional."):
+        return True
+    return (
+        qualified.count(".") == 1
+        and qualified.startswith("torch.")
+        and qualified
+        not in (
+            "torch.device",
+            "torch.Generator",
+            "torch.dtype",
+        )
+    )
+
+
+def _variable_names(node: cst.CSTNode) -> set[str]:
+    """Names used as variables under ``node`` (not attribute names or keywords)."""
+    skipped = set()
+    for n in walk_all(node):
+        if isinstance(n, cst.Attribute):
+            skipped.add(id(n.attr))
+        elif isinstance(n, cst.Arg) and n.keyword is not None:
+            skipped.add(id(n.keyword))
+    return {n.value for n in walk_all(node) if isinstance(n, cst.Name) and id(n) not in skipped}
+
+
 def _is_item_call(node: cst.CSTNode) -> bool:
     return (
         isinstance(node, cst.Call)
@@ -729,7 +1588,10 @@ def _counts(node: cst.CSTNode) -> bool:
     )
     floating = any(
         isinstance(n, cst.Attribute) and n.attr.value in FLOATING_CALLS for n in walk_all(node)
-    ) or any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Divide) for n in walk_all(node))
+    ) or any(
+        isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Divide)
+        for n in walk_all(node)
+    )
     return has_comparison and not floating
 
 
