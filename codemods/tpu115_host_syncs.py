@@ -1102,7 +1102,7 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
                 moved_past_sync = moved_past_sync or (after_sync and plan.sync_movable)
                 continue
             if after_sync and not plan.sync_movable:
-                self._report_after_fixed_sync(statement, statement_reads, accumulators)
+                self._report_after_fixed_sync(statement, statement_reads)
                 continue
             if self._is_report(statement) and self._reads_allowed(statement, statement_reads):
                 self._move_into_closure(plan, statement, accumulators)
@@ -1315,7 +1315,7 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         """A report whose reads all sit in its arguments (not in a nested closure)."""
         return all(self.index.statement_of(node) is statement for node, _ in reads)
 
-    def _report_after_fixed_sync(self, statement, reads, accumulators) -> None:
+    def _report_after_fixed_sync(self, statement, reads) -> None:
         """After a sync that must stay put, a report reads values the sync computed: fine. A
         per-step progress bar still reads every step: flag it."""
         if self._is_report(statement) and not self._is_progress_bar(statement):
@@ -1486,12 +1486,14 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         return name
 
     def _add_log_every_constant(self, module: cst.Module) -> None:
-        imports = [
-            s
-            for s in module.body
-            if isinstance(s, cst.SimpleStatementLine)
-            and isinstance(s.body[0], (cst.Import, cst.ImportFrom))
-        ]
+        imports = []  # the imports at the top of the file, before the first def or class
+        for statement in module.body:
+            if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                break
+            if isinstance(statement, cst.SimpleStatementLine) and isinstance(
+                statement.body[0], (cst.Import, cst.ImportFrom)
+            ):
+                imports.append(statement)
         constant = new_statement(
             f"{LOG_EVERY} = {int(self.option('log_every'))}"
             "  # steps between progress-bar updates (each one reads the device)"
