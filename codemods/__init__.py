@@ -3,14 +3,16 @@
 Order matters: old torch_xla spellings are modernised first, then devices are chosen (and models
 put on them before their optimizers are built), CUDA runtime calls mapped, batch shapes made static
 (TPU113 drop_last, TPU114 bucket padding: they read the user's own ``DataLoader(...)`` and
-``pad_sequence(...)`` calls, before TPU103 wraps the loaders in MpDeviceLoader), loaders wrapped, and
-the step boundary is placed (it needs to know whether the loop iterates an MpDeviceLoader).
+``pad_sequence(...)`` calls, before TPU103 wraps the loaders in MpDeviceLoader), loaders wrapped,
+then the step boundary is placed (it needs to know whether the loop iterates an MpDeviceLoader),
+and then the host reads are moved out of the step (TPU115 needs to know where the boundary is: a
+read before it is mid-step, and its step closures run at it).
 
 TPU116 (boolean-mask writes) is a local rewrite that depends on no other rule; it runs before
 TPU117 so that only the writes it could not make static are reported. TPU117 (XLA hazards) runs
 last: it reports on the code as it will be written (after ``.cuda()`` became ``.to(device)``, so
-it can re-tie shared weights right after that move) and its markers are not disturbed by later
-statement edits.
+it can re-tie shared weights right after that move, and after TPU115 moved the reads it can make
+static) and its markers are not disturbed by later statement edits.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from .tpu111_sparse_embeddings import SparseEmbeddings
 from .tpu112_torch_compile import TorchCompile
 from .tpu113_static_batch_shapes import StaticBatchShapes
 from .tpu114_static_padding import StaticPadding
+from .tpu115_host_syncs import HostSyncs
 from .tpu116_masked_writes import MaskedWrites
 from .tpu117_xla_hazards import XlaHazards
 
@@ -51,6 +54,7 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     StaticPadding,
     ParallelLoader,
     StepBoundary,
+    HostSyncs,
     XlaHazards,
 )
 
