@@ -527,6 +527,18 @@ def _trailing_comments(node: cst.CSTNode) -> Iterator[cst.Comment]:
             yield from _trailing_comments(child)
 
 
+def statement_call(statement: cst.CSTNode) -> cst.Call | None:
+    """The call of a statement that is one bare call (``print(x)``, ``xm.rendezvous("a")``)."""
+    if (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, cst.Call)
+    ):
+        return statement.body[0].value
+    return None
+
+
 def code_of(node: cst.CSTNode) -> str:
     """The source text of ``node`` on its own."""
     return cst.Module([]).code_for_node(node)

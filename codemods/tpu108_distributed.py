@@ -18,6 +18,7 @@ from ._base import (
     TpuCodemod,
     Valid,
     code_of,
+    statement_call,
 )
 from ._statements import AppliesStatementEdits, Replacement
 
@@ -468,7 +469,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             return
         initializing = self._functions_reaching_init(functions)
         for statement in self._main_block.body.body:
-            call = _bare_call(statement)
+            call = statement_call(statement)
             if (
                 call is not None
                 and isinstance(call.func, cst.Name)
@@ -615,7 +616,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
 
     # ----------------------------------------------------------------- entry point
     def _launch_entry_point(self, original: cst.SimpleStatementLine, updated) -> None:
-        call = _bare_call(original)
+        call = statement_call(original)
         names = [a.value.value for a in call.args]
         parameters = ", ".join(["index", *names])
         function = cst.parse_statement(
@@ -921,17 +922,6 @@ def _is_main_guard(statement: cst.CSTNode) -> bool:
             comparisons=[m.ComparisonTarget(m.Equal(), m.SimpleString())],
         ),
     )
-
-
-def _bare_call(statement: cst.CSTNode) -> cst.Call | None:
-    if (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, cst.Call)
-    ):
-        return statement.body[0].value
-    return None
 
 
 def _backend_argument(call: cst.Call) -> cst.Arg | None:

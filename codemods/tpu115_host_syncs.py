@@ -7,7 +7,17 @@ from typing import Iterator
 
 import libcst as cst
 
-from ._base import XM, FindingDoc, Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
+from ._base import (
+    XM,
+    FindingDoc,
+    Invalid,
+    Safety,
+    TpuCodemod,
+    Valid,
+    code_of,
+    statement_call,
+    walk_all,
+)
 from ._loops import (
     ModuleIndex,
     calls,
@@ -1295,7 +1305,7 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
 
     # ------------------------------------------------------------------ reports
     def _is_report(self, statement: cst.CSTNode) -> bool:
-        call = _expression_call(statement)
+        call = statement_call(statement)
         if call is None:
             return False
         func = call.func
@@ -1304,7 +1314,7 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         return isinstance(func, cst.Attribute) and func.attr.value in REPORTING_METHODS
 
     def _is_progress_bar(self, statement: cst.CSTNode) -> bool:
-        call = _expression_call(statement)
+        call = statement_call(statement)
         return (
             call is not None
             and isinstance(call.func, cst.Attribute)
@@ -1330,7 +1340,7 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
 
     def _move_into_closure(self, plan: LoopPlan, statement, accumulators) -> None:
         loop = plan.loop
-        call = _expression_call(statement)
+        call = statement_call(statement)
         assert call is not None
         closure = self._closure_call(loop, call, accumulators)
         line = cst.SimpleStatementLine(
@@ -1612,17 +1622,6 @@ def _accumulation_target(statement: cst.CSTNode) -> str | None:
         and isinstance(small.target, cst.Name)
     ):
         return small.target.value
-    return None
-
-
-def _expression_call(statement: cst.CSTNode) -> cst.Call | None:
-    if (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, cst.Call)
-    ):
-        return statement.body[0].value
     return None
 
 
