@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 import libcst as cst
-from libcst.codemod import Codemod, CodemodContext, SkipFile
+from libcst.codemod import CodemodContext, SkipFile
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 import codemods
@@ -28,6 +28,7 @@ from codemods._base import (
 
 from .layout import realign_continuation_lines, wrap_long_new_lines
 from .linemap import LineMap
+from .metadata import SharedMetadata
 from .source import SourceError, SourceFile
 
 # A file that never mentions torch cannot need a rewrite; not parsing it is most of the speed.
@@ -96,7 +97,7 @@ def migrate_file(path: Path, selection: Selection) -> FileResult:
         result.error, result.error_line = str(exc), exc.line
         return result
     result.source = source
-    if not any(word in source.text for word in PREFILTER_WORDS):
+    if not _may_need_rules(source.text, selection):
         result.skipped = True
         return result
     try:
@@ -118,6 +119,13 @@ def migrate_file(path: Path, selection: Selection) -> FileResult:
     return result
 
 
+def _may_need_rules(text: str, selection: Selection) -> bool:
+    """False when no selected rule can act on ``text``: the file is then not even parsed."""
+    if not any(word in text for word in PREFILTER_WORDS):
+        return False
+    return any(rule.is_triggered_by(text) for rule in selection.rules())
+
+
 def run_pipeline(
     module: cst.Module, original: str, selection: Selection, filename: str = "<string>"
 ) -> tuple[str, dict[str, int], list[Finding]]:
@@ -125,14 +133,15 @@ def run_pipeline(
     context.scratch[DISABLED_FINDINGS_KEY] = selection.disabled_findings
     findings: list[Finding] = []
     touched = False  # has any rule edited the tree (rewrite or marker) so far?
+    shared = SharedMetadata(module)
     for rule in selection.rules():
         if not rule.is_triggered_by(original):
             continue
         rewrites_before = _rewrite_count(context)
         context.scratch[FINDINGS_KEY] = []
         try:
-            # Codemod.transform_module (not CodemodCommand's) so imports wait for the end.
-            new_module = Codemod.transform_module(rule(context), module)
+            # One pass on the shared metadata; imports are fixed once, at the end.
+            new_module = shared.transform(rule(context))
         except SkipFile:
             continue
         except Exception as exc:  # a bug in a rule must not cost the user the other files
@@ -142,10 +151,11 @@ def run_pipeline(
             # Positions are in this rule's input; report them in the user's file.
             line_map = LineMap(module.code if touched else original, original)
             findings.extend(line_map.finding(f) for f in rule_findings)
-        if rule_findings or _rewrite_count(context) != rewrites_before:
+        edited = bool(rule_findings) or _rewrite_count(context) != rewrites_before
+        if edited:
             _check_compiles(new_module, rule.CODE, filename)
             touched = True
-        module = new_module
+        module = shared.advance(new_module, edited)
     module = _fix_imports(module, context)
     new_text = module.code
     if new_text != original:
