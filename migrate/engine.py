@@ -6,6 +6,7 @@ The engine knows rules only through the registry in ``codemods``: it never names
 from __future__ import annotations
 
 import os
+import signal
 import traceback
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -27,6 +28,7 @@ from codemods._base import (
 )
 
 from .layout import realign_continuation_lines, wrap_long_new_lines
+from .cache import ResultCache
 from .linemap import LineMap
 from .metadata import SharedMetadata
 from .source import SourceError, SourceFile
@@ -88,7 +90,9 @@ class RuleFailure(Exception):
         self.line = line
 
 
-def migrate_file(path: Path, selection: Selection) -> FileResult:
+def migrate_file(
+    path: Path, selection: Selection, cache: ResultCache | None = None
+) -> FileResult:
     """Run the pipeline on one file. Never raises for a problem in the file: it is in the result."""
     result = FileResult(path=path)
     try:
@@ -100,23 +104,51 @@ def migrate_file(path: Path, selection: Selection) -> FileResult:
     if not _may_need_rules(source.text, selection):
         result.skipped = True
         return result
+    key = cache.key(path, source.raw) if cache is not None else None
+    stored = cache.load(key) if key is not None else None
+    if stored is not None:
+        _restore(result, stored)
+        return result
+    _run_rules(result, selection)
+    if key is not None:
+        unchanged = result.new_text == source.text
+        cache.store(
+            key,
+            None if unchanged else result.new_text,
+            result.applied,
+            result.findings,
+            result.error,
+            result.error_line,
+        )
+    return result
+
+
+def _restore(result: FileResult, stored: dict) -> None:
+    result.error, result.error_line = stored["error"], stored["error_line"]
+    if result.error is None:
+        result.new_text = stored["new_text"] if stored["new_text"] is not None else result.source.text
+    result.applied = dict(stored["applied"])
+    result.findings = list(stored["findings"])
+
+
+def _run_rules(result: FileResult, selection: Selection) -> None:
+    source, path = result.source, result.path
     try:
         module = cst.parse_module(source.text)
     except cst.ParserSyntaxError as exc:
         result.error, result.error_line = _syntax_error(source.text, exc)
-        return result
+        return
     except (RecursionError, MemoryError) as exc:
         result.error = f"cannot parse: {type(exc).__name__}"
-        return result
+        return
     try:
         new_text, applied, findings = run_pipeline(module, source.text, selection, str(path))
     except RuleFailure as exc:
         result.error, result.error_line = f"internal error in rule {exc.code}: {exc}", exc.line
-        return result
+        return
     result.new_text = new_text
     result.applied = applied
     result.findings = findings
-    return result
 
 
 def _may_need_rules(text: str, selection: Selection) -> bool:
@@ -220,16 +252,27 @@ def migrate_files(
     paths: Sequence[Path],
     selection: Selection,
     jobs: int = 1,
+    cache: ResultCache | None = None,
 ) -> Iterator[FileResult]:
     """Yield one FileResult per path, in the given order, processing in ``jobs`` processes."""
     jobs = max(1, jobs)
     if jobs == 1 or len(paths) < 2:
         for path in paths:
-            yield migrate_file(path, selection)
+            yield migrate_file(path, selection, cache)
         return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_interrupts)
+    try:
         chunk = max(1, min(16, len(paths) // (jobs * 4) or 1))
-        yield from pool.map(migrate_file, paths, [selection] * len(paths), chunksize=chunk)
+        n = len(paths)
+        yield from pool.map(migrate_file, paths, [selection] * n, [cache] * n, chunksize=chunk)
+    finally:
+        # On Ctrl-C (or a consumer that stops early) queued files are dropped, not waited for.
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _ignore_interrupts() -> None:
+    """Workers leave Ctrl-C to the main process, which stops the run and reports it once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def default_jobs() -> int:
