@@ -165,6 +165,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
     }
     TRIGGERS = (
         "distributed",
+        "DistributedSampler",
         "multiprocessing",
         "DataParallel",
         "RANK",

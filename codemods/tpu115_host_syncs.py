@@ -162,7 +162,7 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
     SUMMARY = "Move per-step .item() reads into step closures, device-side sums and throttled bars"
     SAFETY = Safety.SEMANTIC
     # No NUMERICS: the training computes the same losses; only logged sums add in fp32.
-    TRIGGERS = (".item()", "float(", "print(", "set_postfix", "set_description", "{")
+    TRIGGERS = ("backward", ".step(", "optimizer_step", "autograd")  # reads leave training steps
     OPTIONS = {"log_every": 10}
     FINDINGS = {
         PER_STEP_READ: FindingDoc(

@@ -68,7 +68,7 @@ class MaskedWrites(TpuCodemod):
     NAME = "masked-writes"
     SUMMARY = "Boolean-mask writes x[m] = v become masked_fill_ / torch.where (static shapes)"
     SAFETY = Safety.SAFE
-    TRIGGERS = ("torch",)
+    TRIGGERS = ("]=", "] =")  # every boolean-mask write is an indexed assignment
 
     VALID = [
         Valid(

@@ -133,6 +133,8 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
     NAME = "xla-hazards"
     SUMMARY = "Report recompiles, host syncs and storage use in the step; re-tie shared weights"
     SAFETY = Safety.SEMANTIC
+    # Step code (loops around a backward, forward methods), storage identity, weight tying.
+    TRIGGERS = ("backward", "forward", "data_ptr", "storage(", ".weight =", ".bias =")
     FINDINGS = {
         DYNAMIC_SHAPE: FindingDoc(
             "data-dependent shape in step code (nonzero, unique, masked_select, x[mask])",

@@ -17,6 +17,7 @@ from typing import Sequence
 import codemods
 
 from . import __version__
+from .cache import ResultCache, default_location
 from .config import Config, ConfigError, find_pyproject, load_config
 from .diff import unified_diff
 from .discover import discover, display_path
@@ -109,6 +110,11 @@ def _parser() -> argparse.ArgumentParser:
             help="read [tool.tpu-migrate] from FILE instead of the nearest pyproject.toml",
         )
         config.add_argument("--no-config", action="store_true", help="ignore every pyproject.toml")
+        sub.add_argument(
+            "--no-cache",
+            action="store_true",
+            help="neither read nor write the result cache (.tpu-migrate-cache/)",
+        )
         sub.set_defaults(handler=handler)
         return sub
 
@@ -179,10 +185,13 @@ def _run(args) -> tuple[list[FileResult], list[str]]:
     problems = [f"{display_path(path)}:1: {message}" for path, message in found.problems]
     terminal = Terminal()
     results = []
+    cache = None if args.no_cache else ResultCache(default_location(), selection)
     with terminal.progress(len(found.files)) as advance:
-        for result in migrate_files(found.files, selection, args.jobs):
+        for result in migrate_files(found.files, selection, args.jobs, cache):
             results.append(result)
             advance()
+    if cache is not None:
+        cache.prune()
     return results, problems
 
 

@@ -5,8 +5,10 @@ The engine knows rules only through the registry in ``codemods``: it never names
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
+import signal
 import traceback
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
 import libcst as cst
-from libcst.codemod import Codemod, CodemodContext, SkipFile
+from libcst.codemod import CodemodContext, SkipFile
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 import codemods
@@ -35,7 +37,9 @@ from codemods._base import (
 )
 
 from .layout import realign_continuation_lines, wrap_long_new_lines
+from .cache import ResultCache
 from .linemap import LineMap
+from .metadata import SharedMetadata
 from .source import SourceError, SourceFile
 from .suppressions import UnusedSuppression, unused_suppressions
 
@@ -141,7 +145,7 @@ class RuleFailure(Exception):
         self.line = line
 
 
-def migrate_file(path: Path, selection: Selection) -> FileResult:
+def migrate_file(path: Path, selection: Selection, cache: ResultCache | None = None) -> FileResult:
     """Run the pipeline on one file. Never raises for a problem in the file: it is in the result."""
     result = FileResult(path=path)
     try:
@@ -150,17 +154,66 @@ def migrate_file(path: Path, selection: Selection) -> FileResult:
         result.error, result.error_line = str(exc), exc.line
         return result
     result.source = source
-    if not any(word in source.text for word in PREFILTER_WORDS):
+    if not _may_need_rules(source.text, selection):
         result.skipped = True
         return result
+    key = cache.key(path, source.raw) if cache is not None else None
+    stored = cache.load(key) if key is not None else None
+    if stored is not None:
+        try:
+            _restore(result, stored)
+            return result
+        except (KeyError, TypeError, ValueError, AttributeError):  # an entry of another shape
+            result = FileResult(path=path, source=source)
+    _run_rules(result, selection)
+    if key is not None:
+        cache.store(key, _cache_payload(result))
+    return result
+
+
+def _cache_payload(result: FileResult) -> dict:
+    """Everything a FileResult says besides its source, as JSON-ready values."""
+    assert result.source is not None
+    unchanged = result.new_text == result.source.text
+    return {
+        "new_text": None if unchanged else result.new_text,
+        "applied": result.applied,
+        "findings": [f.to_dict() for f in result.findings],
+        "adjustments": [a.to_dict() for a in result.adjustments],
+        "rewrite_regions": result.rewrite_regions,
+        "unused_suppressions": [dataclasses.asdict(u) for u in result.unused_suppressions],
+        "error": result.error,
+        "error_line": result.error_line,
+    }
+
+
+def _restore(result: FileResult, stored: dict) -> None:
+    """The inverse of ``_cache_payload`` (a malformed entry raises: the caller treats it as a miss)."""
+    result.error, result.error_line = stored["error"], stored["error_line"]
+    if result.error is None:
+        result.new_text = (
+            stored["new_text"] if stored["new_text"] is not None else result.source.text
+        )
+    result.applied = dict(stored["applied"])
+    result.findings = [Finding(**f) for f in stored["findings"]]
+    result.adjustments = [VerifyAdjustment(**a) for a in stored["adjustments"]]
+    result.rewrite_regions = {
+        code: [tuple(region) for region in regions]
+        for code, regions in stored["rewrite_regions"].items()
+    }
+    result.unused_suppressions = [UnusedSuppression(**u) for u in stored["unused_suppressions"]]
+
+
+def _run_rules(result: FileResult, selection: Selection) -> None:
+    source, path = result.source, result.path
     try:
         module = cst.parse_module(source.text)
     except cst.ParserSyntaxError as exc:
         result.error, result.error_line = _syntax_error(source.text, exc)
-        return result
+        return
     except (RecursionError, MemoryError) as exc:
         result.error = f"cannot parse: {type(exc).__name__}"
-        return result
+        return
     details = PipelineDetails()
     try:
         new_text, applied, findings = run_pipeline(
@@ -168,7 +221,7 @@ def migrate_file(path: Path, selection: Selection) -> FileResult:
         )
     except RuleFailure as exc:
         result.error, result.error_line = f"internal error in rule {exc.code}: {exc}", exc.line
-        return result
+        return
     result.new_text = new_text
     result.applied = applied
     result.findings = findings
@@ -178,7 +231,15 @@ def migrate_file(path: Path, selection: Selection) -> FileResult:
         result.unused_suppressions = unused_suppressions(
             source.text, details.used_suppressions, selection.active_codes(), codemods.all_codes()
         )
-    return result
+
+
+def _may_need_rules(text: str, selection: Selection) -> bool:
+    """False when no selected rule can act on ``text``: the file is then not even parsed."""
+    if not any(word in text for word in PREFILTER_WORDS):
+        return False
+    if SUPPRESSION_PATTERN.search(text):  # even if no rule acts, unused suppressions are reported
+        return True
+    return any(rule.is_triggered_by(text) for rule in selection.rules())
 
 
 def run_pipeline(
@@ -195,6 +256,7 @@ def run_pipeline(
     details = details if details is not None else PipelineDetails()
     findings: list[Finding] = []
     touched = False  # has any rule edited the tree (rewrite or marker) so far?
+    shared = SharedMetadata(module)
     for rule in selection.rules():
         if not rule.is_triggered_by(original):
             continue
@@ -202,8 +264,8 @@ def run_pipeline(
         context.scratch[FINDINGS_KEY] = []
         context.scratch[ADJUSTMENTS_KEY] = []
         try:
-            # Codemod.transform_module (not CodemodCommand's) so imports wait for the end.
-            new_module = Codemod.transform_module(rule(context), module)
+            # One pass on the shared metadata; imports are fixed once, at the end.
+            new_module = shared.transform(rule(context))
         except SkipFile:
             continue
         except Exception as exc:  # a bug in a rule must not cost the user the other files
@@ -219,14 +281,15 @@ def run_pipeline(
             findings.extend(line_map.finding(f) for f in rule_findings)
             details.used_suppressions.update((line_map.line(ln), code) for ln, code in used)
             details.adjustments.extend(line_map.adjustment(a) for a in rule_adjustments)
-        if rule_findings or rewrote:
+        edited = bool(rule_findings) or rewrote
+        if edited:
             new_code = new_module.code
             _check_compiles(new_module, rule.CODE, filename, new_code)
             if rewrote:
                 regions = _changed_regions(rule_input, new_code, line_map)
                 details.rewrite_regions[rule.CODE] = regions
             touched = True
-        module = new_module
+        module = shared.advance(new_module, edited)
     module = _fix_imports(module, context)
     new_text = module.code
     if new_text != original:
@@ -311,16 +374,27 @@ def migrate_files(
     paths: Sequence[Path],
     selection: Selection,
     jobs: int = 1,
+    cache: ResultCache | None = None,
 ) -> Iterator[FileResult]:
     """Yield one FileResult per path, in the given order, processing in ``jobs`` processes."""
     jobs = max(1, jobs)
     if jobs == 1 or len(paths) < 2:
         for path in paths:
-            yield migrate_file(path, selection)
+            yield migrate_file(path, selection, cache)
         return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_interrupts)
+    try:
         chunk = max(1, min(16, len(paths) // (jobs * 4) or 1))
-        yield from pool.map(migrate_file, paths, [selection] * len(paths), chunksize=chunk)
+        n = len(paths)
+        yield from pool.map(migrate_file, paths, [selection] * n, [cache] * n, chunksize=chunk)
+    finally:
+        # On Ctrl-C (or a consumer that stops early) queued files are dropped, not waited for.
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _ignore_interrupts() -> None:
+    """Workers leave Ctrl-C to the main process, which stops the run and reports it once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def default_jobs() -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import errno
 import io
 import os
 import stat
@@ -70,6 +71,9 @@ def write_atomically(path: Path, data: bytes) -> None:
     """
     path = Path(path)
     mode = stat.S_IMODE(path.stat().st_mode)
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        # A rename would replace it anyway (even as root): respect the owner's protection.
+        raise PermissionError(errno.EACCES, "the file is read-only", str(path))
     fd, tmp_name = tempfile.mkstemp(
         prefix=f".{path.name}.", suffix=".tpu-migrate.tmp", dir=path.parent
     )

@@ -36,3 +36,9 @@ def project(tmp_path: Path):
         return tmp_path
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def _private_result_cache(tmp_path_factory, monkeypatch):
+    """CLI runs in tests never read or leave a .tpu-migrate-cache/ in the working directory."""
+    monkeypatch.setenv("TPU_MIGRATE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))

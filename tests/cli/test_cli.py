@@ -14,7 +14,7 @@ import codemods
 from migrate.cli import main
 from tests.conftest import NEW_API, OLD_API
 
-BROKEN = "import torch\n\ndef f(:\n    pass\n"
+BROKEN = "import torch.cuda\n\ndef f(:\n    pass\n"
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

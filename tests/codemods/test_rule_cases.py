@@ -37,6 +37,12 @@ def test_invalid_case_is_rewritten(rule, case):
 
 
 @pytest.mark.parametrize("rule, case", INVALID_CASES)
+def test_invalid_case_contains_a_trigger_of_its_rule(rule, case):
+    """The engine skips a rule on a file without any of its TRIGGERS: they must not hide a case."""
+    assert rule.is_triggered_by(case.before), f"{rule.CODE} TRIGGERS {rule.TRIGGERS} miss this case"
+
+
+@pytest.mark.parametrize("rule, case", INVALID_CASES)
 def test_invalid_case_second_run_changes_nothing(rule, case):
     output, _ = apply_rule(rule, case.after)
     assert output == case.after

@@ -33,7 +33,7 @@ def test_file_without_torch_is_not_parsed(project):
 
 
 def test_syntax_error_is_reported_with_line(project):
-    root = project({"bad.py": "import torch\n\ndef f(:\n    pass\n"})
+    root = project({"bad.py": "import torch.cuda\n\ndef f(:\n    pass\n"})
     result = migrate_file(root / "bad.py", ALL)
     assert result.error.startswith("syntax error")
     assert result.error_line == 3
@@ -182,3 +182,13 @@ def test_continuation_lines_aligned_under_a_moved_bracket_follow_it(project):
         in new
     )
     assert "    xm.save(model.state_dict(),\n        path)  # hanging" in new
+
+
+def test_file_no_selected_rule_can_act_on_is_not_parsed(project):
+    root = project({"t.py": "import torch\n\ndef f(:\n"})  # mentions torch, triggers no rule
+    result = migrate_file(root / "t.py", ALL)
+    assert result.skipped and result.error is None
+    cuda_only = Selection.from_options(["TPU101"])
+    root = project({"u.py": "import torch\nx = torch.cuda\ndef f(:\n"})
+    assert migrate_file(root / "u.py", cuda_only).error.startswith("syntax error")
+    assert migrate_file(root / "u.py", Selection.from_options(["TPU105"])).skipped
