@@ -274,7 +274,7 @@ def _cmd_apply(args) -> int:
         terminal.error(
             f"interrupted: {len(written)} file(s) were written completely"
             + (f" ({', '.join(written)})" if written else "")
-            + "; no file was left half-written."
+            + "; every other file is unchanged (none was left half-written)."
         )
         return 130
     for line in problems:
