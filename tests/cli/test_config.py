@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import pickle
 import textwrap
-from pathlib import Path
 from typing import ClassVar
 
-import libcst as cst
 import pytest
 
 import codemods
