@@ -5,6 +5,7 @@ The engine knows rules only through the registry in ``codemods``: it never names
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import difflib
 import os
@@ -156,6 +157,12 @@ def migrate_file(path: Path, selection: Selection, cache: ResultCache | None = N
     result.source = source
     if not _may_need_rules(source.text, selection):
         result.skipped = True
+        if any(word in source.text for word in PREFILTER_WORDS):
+            # Not worth a libcst parse, but a broken torch file is still worth a message; the
+            # C parser tells in a fraction of the time.
+            broken = _python_syntax_error(source.text)
+            if broken is not None:
+                result.error, result.error_line = broken
         return result
     key = cache.key(path, source.raw) if cache is not None else None
     stored = cache.load(key) if key is not None else None
@@ -303,13 +310,17 @@ def run_pipeline(
 
 def _syntax_error(text: str, exc: cst.ParserSyntaxError) -> tuple[str, int]:
     """Python's own message and line when it agrees the file is broken (they read better)."""
+    return _python_syntax_error(text) or (f"cannot parse with libcst: {exc.message}", exc.raw_line)
+
+
+def _python_syntax_error(text: str) -> tuple[str, int] | None:
     try:
-        compile(text, "<file>", "exec", dont_inherit=True)
-    except SyntaxError as py_exc:
-        return f"syntax error: {py_exc.msg}", py_exc.lineno or 1
+        compile(text, "<file>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        return f"syntax error: {exc.msg}", exc.lineno or 1
     except (ValueError, RecursionError, MemoryError):
         pass
-    return f"cannot parse with libcst: {exc.message}", exc.raw_line
+    return None
 
 
 def _laid_out(original: str, new_text: str, filename: str) -> str:

@@ -184,10 +184,20 @@ def test_continuation_lines_aligned_under_a_moved_bracket_follow_it(project):
     assert "    xm.save(model.state_dict(),\n        path)  # hanging" in new
 
 
-def test_file_no_selected_rule_can_act_on_is_not_parsed(project):
-    root = project({"t.py": "import torch\n\ndef f(:\n"})  # mentions torch, triggers no rule
-    result = migrate_file(root / "t.py", ALL)
+def test_file_no_selected_rule_can_act_on_is_not_parsed(project, monkeypatch):
+    def no_libcst(*args, **kwargs):
+        raise AssertionError("parsed with libcst")
+
+    monkeypatch.setattr("migrate.engine.cst.parse_module", no_libcst)
+    root = project({"t.py": "import torch\n\nx = 1\n", "b.py": "import torch\n\ndef f(:\n"})
+    result = migrate_file(root / "t.py", ALL)  # mentions torch, triggers no rule
     assert result.skipped and result.error is None
+    broken = migrate_file(root / "b.py", ALL)  # still reported: Python's own parser tells
+    assert broken.skipped and (broken.error, broken.error_line) == (
+        "syntax error: invalid syntax",
+        3,
+    )
+    monkeypatch.undo()
     cuda_only = Selection.from_options(["TPU101"])
     root = project({"u.py": "import torch\nx = torch.cuda\ndef f(:\n"})
     assert migrate_file(root / "u.py", cuda_only).error.startswith("syntax error")
