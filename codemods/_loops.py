@@ -15,7 +15,7 @@ from typing import Iterable, Iterator, Sequence
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
-from ._base import TpuCodemod, dotted_name, walk_all
+from ._base import TpuCodemod, dotted_name, walk_all, walk_pruned
 
 DATA_LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 MP_DEVICE_LOADERS = ("torch_xla.distributed.parallel_loader.MpDeviceLoader",)
@@ -451,11 +451,7 @@ def assigned_pairs(small: cst.BaseSmallStatement) -> Iterator[tuple[cst.CSTNode,
 
 def walk_code(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node under ``node`` that runs as part of it (nested defs and classes excluded)."""
-    yield node
-    for child in node.children:
-        if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        yield from walk_code(child)
+    return walk_pruned(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
 
 
 def new_statement(code: str) -> cst.SimpleStatementLine:

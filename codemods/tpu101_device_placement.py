@@ -9,6 +9,7 @@ from typing import Optional, Union
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
+from ._facts import FileFacts
 from ._base import TORCH_XLA, Invalid, Safety, TpuCodemod, Valid, code_of, dotted_name, walk_all
 from ._statements import AppliesStatementEdits, Replacement
 
@@ -82,6 +83,11 @@ class ChainDecision:
     taken: Union[int, str, None]  # arm index (or ELSE) run when no kept arm is; None: nothing
 
 
+def _is_cuda_device_text(text: str) -> bool:
+    """A string that may name a CUDA device, or its start in a template (``f"cuda:{i}"``)."""
+    return CUDA_DEVICE.fullmatch(text) is not None or text.startswith("cuda:")
+
+
 class DevicePlacement(AppliesStatementEdits, TpuCodemod):
     """
     What it does
@@ -139,6 +145,14 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
     SUMMARY = "Choose and use the XLA device instead of CUDA/accelerator/CPU device selection"
     SAFETY = Safety.SEMANTIC
     TRIGGERS = ("cuda", "accelerator")
+
+    @classmethod
+    def may_act(cls, facts: FileFacts) -> bool:
+        return facts.uses("torch") and (
+            facts.calls("cuda")
+            or facts.uses(*AVAILABILITY_TESTS, "torch.accelerator")
+            or facts.has_string(_is_cuda_device_text)
+        )
 
     VALID = [
         Valid(

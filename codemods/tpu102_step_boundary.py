@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
+from ._facts import FileFacts
 from ._base import TORCH_XLA, XM, FindingDoc, Invalid, Safety, TpuCodemod, Valid, code_of
 from ._loops import (
     ModuleIndex,
@@ -122,6 +123,11 @@ class StepBoundary(AppliesStatementEdits, TpuCodemod):
     SUMMARY = "Use xm.optimizer_step and end every training-loop iteration with torch_xla.sync()"
     SAFETY = Safety.SEMANTIC
     TRIGGERS = ("step", "backward", "autograd")
+
+    @classmethod
+    def may_act(cls, facts: FileFacts) -> bool:
+        return facts.calls("step", "backward", "optimizer_step") or facts.uses(*AUTOGRAD_FUNCTIONS)
+
     FINDINGS = {
         FINDING: FindingDoc(
             "No step boundary could be placed automatically: cut the graph with "

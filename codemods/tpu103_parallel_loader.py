@@ -5,8 +5,11 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
+from ._facts import FileFacts
 from ._base import PL, ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
 from ._loops import (
+    DATA_LOADERS,
+    MP_DEVICE_LOADERS,
     ModuleIndex,
     assigned_pairs,
     calls_in,
@@ -138,6 +141,14 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
     )
     SAFETY = Safety.SEMANTIC
     TRIGGERS = ("loader", "Loader", "pin_memory", "non_blocking")
+
+    @classmethod
+    def may_act(cls, facts: FileFacts) -> bool:
+        return (
+            facts.mentions(*LOADER_CUDA_KEYWORDS, *COPY_CUDA_KEYWORDS, "per_device_loader")
+            or facts.uses(*DATA_LOADERS, *MP_DEVICE_LOADERS)
+            or any("loader" in word.lower() for word in facts.words)
+        )
 
     VALID = [
         Valid(

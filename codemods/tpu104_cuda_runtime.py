@@ -8,6 +8,7 @@ from typing import Iterator, Union
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
+from ._facts import FileFacts
 from ._base import (
     TORCH_XLA,
     XM,
@@ -328,6 +329,10 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
         ),
     }
     TRIGGERS = ("cuda", "cudnn", "triton", "cpp_extension", "nvtx")
+
+    @classmethod
+    def may_act(cls, facts: FileFacts) -> bool:
+        return facts.uses(*CALLS, *(prefix.rstrip(".") for prefix in NAMESPACES), "triton")
 
     VALID = [
         Valid(

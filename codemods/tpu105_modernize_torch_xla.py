@@ -6,6 +6,7 @@ import libcst as cst
 
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
+from ._facts import FileFacts
 from ._base import TORCH_XLA, XR, ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of
 
 XLA_MODEL = "torch_xla.core.xla_model"
@@ -68,6 +69,10 @@ class ModernizeTorchXla(TpuCodemod):
     SUMMARY = "Replace deprecated/removed torch_xla 1.x-2.8 APIs with torch_xla 2.9 idioms"
     SAFETY = Safety.SAFE
     TRIGGERS = ("torch_xla",)
+
+    @classmethod
+    def may_act(cls, facts: FileFacts) -> bool:
+        return facts.uses("torch_xla")
 
     VALID = [
         Valid(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ._facts import FileFacts
 from ._base import Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
 
 OPTIMIZER_PACKAGE = "torch.optim."
@@ -51,6 +52,10 @@ class ModelBeforeOptimizer(TpuCodemod):
     SUMMARY = "Move a model to the XLA device before an optimizer is built from its parameters"
     SAFETY = Safety.SEMANTIC
     TRIGGERS = ("optim",)
+
+    @classmethod
+    def may_act(cls, facts: FileFacts) -> bool:
+        return facts.uses(OPTIMIZER_PACKAGE.rstrip(".")) and facts.calls(*PARAMETER_METHODS)
 
     VALID = [
         Valid(

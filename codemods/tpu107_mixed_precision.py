@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
+from ._facts import FileFacts
 from ._base import FindingDoc, ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
 from ._statements import AppliesStatementEdits, Replacement
 
@@ -136,6 +137,11 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
         "(bf16 tolerance); fp32 logic is unchanged"
     )
     TRIGGERS = ("autocast", "GradScaler")
+
+    @classmethod
+    def may_act(cls, facts: FileFacts) -> bool:
+        return facts.mentions("autocast", "GradScaler")
+
     FINDINGS = {
         FINDING: FindingDoc(
             "a GradScaler used in a way tpu-migrate cannot unwrap; remove it by hand",

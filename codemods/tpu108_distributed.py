@@ -8,6 +8,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
+from ._facts import FileFacts
 from ._base import (
     TORCH_XLA,
     XR,
@@ -172,6 +173,19 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         "WORLD_SIZE",
         "set_device",
     )
+
+    @classmethod
+    def may_act(cls, facts: FileFacts) -> bool:
+        return facts.uses(
+            *INIT_PROCESS_GROUP,
+            *DDP,
+            *DATA_PARALLEL,
+            *DISTRIBUTED_SAMPLER,
+            *MP_SPAWN,
+            *SET_DEVICE,
+            *RUNTIME_QUERIES,
+            "torch_xla",
+        ) or (facts.uses("os") and facts.has_string(lambda s: s in ENV_QUERIES))
 
     VALID = [
         Valid(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
+from ._facts import FileFacts
 from ._base import XM, Invalid, Safety, TpuCodemod, Valid, code_of
 from ._statements import AppliesStatementEdits, Replacement
 
@@ -71,6 +72,10 @@ class Checkpoints(AppliesStatementEdits, TpuCodemod):
     )
     SAFETY = Safety.SEMANTIC
     TRIGGERS = ("save", "load")
+
+    @classmethod
+    def may_act(cls, facts: FileFacts) -> bool:
+        return facts.uses(SAVE, LOAD)
 
     VALID = [
         Valid(

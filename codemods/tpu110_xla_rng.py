@@ -6,6 +6,7 @@ import libcst as cst
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import ParentNodeProvider, QualifiedNameProvider, QualifiedNameSource
 
+from ._facts import FileFacts
 from ._base import TORCH_XLA, Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
 from ._statements import AppliesStatementEdits
 
@@ -57,6 +58,10 @@ class XlaRng(AppliesStatementEdits, TpuCodemod):
     SUMMARY = "after torch.manual_seed(s) also seed the XLA RNG: torch_xla.manual_seed(s)"
     SAFETY = Safety.SAFE
     TRIGGERS = ("manual_seed",)
+
+    @classmethod
+    def may_act(cls, facts: FileFacts) -> bool:
+        return facts.uses(*SEEDERS)
 
     VALID = [
         Valid(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ._facts import FileFacts
 from ._base import FindingDoc, ImportSpec, Invalid, Safety, TpuCodemod, Valid
 
 FINDING = "TPU204"
@@ -95,6 +96,10 @@ class SparseEmbeddings(TpuCodemod):
         )
     }
     TRIGGERS = ("sparse", "SparseAdam")
+
+    @classmethod
+    def may_act(cls, facts: FileFacts) -> bool:
+        return facts.uses(*SPARSE_GRADIENT_CALLS, *SPARSE_ADAM)
 
     VALID = [
         Valid("import torch.nn as nn\nemb = nn.Embedding(1000, 64)\n", why="dense already"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
+from ._facts import FileFacts
 from ._base import Invalid, Safety, TpuCodemod, Valid
 from ._statements import AppliesStatementEdits
 
@@ -61,6 +62,10 @@ class TorchCompile(AppliesStatementEdits, TpuCodemod):
     SUMMARY = "torch.compile removed (decorators too): the XLA lazy tensor compiles whole graphs"
     SAFETY = Safety.SEMANTIC
     TRIGGERS = ("compile",)
+
+    @classmethod
+    def may_act(cls, facts: FileFacts) -> bool:
+        return facts.uses(COMPILE)
 
     VALID = [
         Valid(

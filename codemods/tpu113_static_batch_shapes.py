@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ._facts import FileFacts
 from ._base import (
     FindingDoc,
     Invalid,
@@ -14,7 +15,14 @@ from ._base import (
     dotted_name,
     with_keyword_argument,
 )
-from ._loops import ModuleIndex, calls, identifier_words, positional_arguments, walk_code
+from ._loops import (
+    DATA_LOADERS,
+    ModuleIndex,
+    calls,
+    identifier_words,
+    positional_arguments,
+    walk_code,
+)
 
 DISTRIBUTED_SAMPLERS = (
     "torch.utils.data.DistributedSampler",
@@ -90,6 +98,11 @@ class StaticBatchShapes(TpuCodemod):
     SUMMARY = "Training DataLoaders and their DistributedSampler drop the last partial batch"
     SAFETY = Safety.SEMANTIC
     TRIGGERS = ("DataLoader", "DistributedSampler")
+
+    @classmethod
+    def may_act(cls, facts: FileFacts) -> bool:
+        return facts.uses(*DATA_LOADERS, *DISTRIBUTED_SAMPLERS)
+
     NUMERICS = (
         "training DataLoaders drop their last partial batch (drop_last=True), so each epoch has "
         "one step fewer when the dataset size is not a multiple of the batch size; verify makes "

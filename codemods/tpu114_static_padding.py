@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
+from ._facts import FileFacts
 from ._base import (
     FindingDoc,
     ImportSpec,
@@ -109,6 +110,13 @@ class StaticPadding(TpuCodemod):
     SUMMARY = "Pad pad_sequence() batches and tokenizer padding to length buckets (one graph each)"
     SAFETY = Safety.SEMANTIC
     TRIGGERS = ("pad_sequence", "padding")
+
+    @classmethod
+    def may_act(cls, facts: FileFacts) -> bool:
+        return facts.mentions("pad_sequence", HELPER) or (
+            facts.mentions("padding") and facts.uses("transformers")
+        )
+
     OPTIONS = {"bucket_size": 64, "max_length": None}
     FINDINGS = {
         MAX_LENGTH_MISSING: FindingDoc(

@@ -7,6 +7,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from ._facts import FileFacts
 from ._base import (
     XM,
     FindingDoc,
@@ -163,6 +164,11 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
     SAFETY = Safety.SEMANTIC
     # No NUMERICS: the training computes the same losses; only logged sums add in fp32.
     TRIGGERS = ("backward", ".step(", "optimizer_step", "autograd")  # reads leave training steps
+
+    @classmethod
+    def may_act(cls, facts: FileFacts) -> bool:
+        return facts.calls("step", "backward", "optimizer_step") or facts.uses(*AUTOGRAD)
+
     OPTIONS = {"log_every": 10}
     FINDINGS = {
         PER_STEP_READ: FindingDoc(

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
+from ._facts import FileFacts
 from ._base import ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
 from ._loops import ModuleIndex, positional_arguments
-from ._tensors import TensorFacts, bare
+from ._tensors import COMPARE_FUNCTIONS, LOGICAL_FUNCTIONS, PREDICATES, TensorFacts, bare
 
 TORCH = ImportSpec("torch")
 # ``out = torch.zeros_like(src)``: a fresh tensor with the dtype and shape of ``src``.
 FRESH_LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like"})
+MASK_CALLS = PREDICATES | COMPARE_FUNCTIONS | LOGICAL_FUNCTIONS
 SCOPES_THAT_CAPTURE = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 
 
@@ -69,6 +73,10 @@ class MaskedWrites(TpuCodemod):
     SUMMARY = "Boolean-mask writes x[m] = v become masked_fill_ / torch.where (static shapes)"
     SAFETY = Safety.SAFE
     TRIGGERS = ("]=", "] =")  # every boolean-mask write is an indexed assignment
+
+    @classmethod
+    def may_act(cls, facts: FileFacts) -> bool:
+        return any(_may_be_mask_write(write, facts) for write in facts.subscript_writes)
 
     VALID = [
         Valid(
@@ -310,6 +318,32 @@ class MaskedWrites(TpuCodemod):
             return updated_node
         self.record_rewrite()
         return new
+
+
+def _may_be_mask_write(node: ast.Assign, facts: FileFacts) -> bool:
+    """What ``_mask_write`` and ``TensorFacts.is_mask_shaped_like`` accept, read loosely from
+    Python's tree: ``x[m] = ...`` with ``m`` a comparison, ``~``/``&``/``|``/``^`` of masks, a
+    mask-making call, or a name assigned one."""
+    target = node.targets[0]
+    index = target.slice
+    return isinstance(target.value, (ast.Name, ast.Attribute)) and _may_be_mask(index, facts, 3)
+
+
+def _may_be_mask(expr: ast.expr, facts: FileFacts, depth: int) -> bool:
+    if isinstance(expr, ast.Compare):
+        return True
+    if isinstance(expr, ast.UnaryOp):
+        return isinstance(expr.op, ast.Invert) and _may_be_mask(expr.operand, facts, depth)
+    if isinstance(expr, ast.BinOp):
+        return isinstance(expr.op, (ast.BitAnd, ast.BitOr, ast.BitXor))
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        return name in MASK_CALLS
+    if isinstance(expr, ast.Name) and depth > 0:
+        values = facts.values_of.get(expr.id, ())
+        return any(_may_be_mask(value, facts, depth - 1) for value in values)
+    return False
 
 
 def _mask_write(node: cst.Assign) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ._facts import FileFacts
 from ._base import FindingDoc, Invalid, Safety, TpuCodemod, Valid, code_of, dotted_name, walk_all
 from ._loops import ModuleIndex, new_statement, walk_code
 from ._statements import AppliesStatementEdits
@@ -135,6 +136,17 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
     SAFETY = Safety.SEMANTIC
     # Step code (loops around a backward, forward methods), storage identity, weight tying.
     TRIGGERS = ("backward", "forward", "data_ptr", "storage(", ".weight =", ".bias =")
+
+    @classmethod
+    def may_act(cls, facts: FileFacts) -> bool:
+        return (
+            facts.calls(*STORAGE_METHODS)
+            or not facts.assigned_attributes.isdisjoint(TIED_ATTRIBUTES)
+            or facts.calls("backward")
+            or facts.uses("torch.autograd.backward")
+            or (facts.mentions("forward") and facts.defines_subclass_of("torch.nn"))
+        )
+
     FINDINGS = {
         DYNAMIC_SHAPE: FindingDoc(
             "data-dependent shape in step code (nonzero, unique, masked_select, x[mask])",

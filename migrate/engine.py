@@ -36,6 +36,7 @@ from codemods._base import (
     VerifyAdjustment,
     tidy_torch_xla_imports,
 )
+from codemods._facts import FileFacts
 
 from .layout import realign_continuation_lines, wrap_long_new_lines
 from .cache import ResultCache
@@ -155,7 +156,9 @@ def migrate_file(path: Path, selection: Selection, cache: ResultCache | None = N
         result.error, result.error_line = str(exc), exc.line
         return result
     result.source = source
-    if not _may_need_rules(source.text, selection):
+    rules = rules_that_may_act(source.text, selection)
+    if not rules and not SUPPRESSION_PATTERN.search(source.text):
+        # (a file with suppressions is still run: the unused ones are reported)
         result.skipped = True
         if any(word in source.text for word in PREFILTER_WORDS):
             # Not worth a libcst parse, but a broken torch file is still worth a message; the
@@ -172,7 +175,7 @@ def migrate_file(path: Path, selection: Selection, cache: ResultCache | None = N
             return result
         except (KeyError, TypeError, ValueError, AttributeError):  # an entry of another shape
             result = FileResult(path=path, source=source)
-    _run_rules(result, selection)
+    _run_rules(result, selection, rules)
     if key is not None:
         cache.store(key, _cache_payload(result))
     return result
@@ -211,7 +214,7 @@ def _restore(result: FileResult, stored: dict) -> None:
     result.unused_suppressions = [UnusedSuppression(**u) for u in stored["unused_suppressions"]]
 
 
-def _run_rules(result: FileResult, selection: Selection) -> None:
+def _run_rules(result: FileResult, selection: Selection, rules: list[type]) -> None:
     source, path = result.source, result.path
     try:
         module = cst.parse_module(source.text)
@@ -224,7 +227,7 @@ def _run_rules(result: FileResult, selection: Selection) -> None:
     details = PipelineDetails()
     try:
         new_text, applied, findings = run_pipeline(
-            module, source.text, selection, str(path), details
+            module, source.text, selection, str(path), details, rules
         )
     except RuleFailure as exc:
         result.error, result.error_line = f"internal error in rule {exc.code}: {exc}", exc.line
@@ -240,13 +243,17 @@ def _run_rules(result: FileResult, selection: Selection) -> None:
         )
 
 
-def _may_need_rules(text: str, selection: Selection) -> bool:
-    """False when no selected rule can act on ``text``: the file is then not even parsed."""
+def rules_that_may_act(text: str, selection: Selection) -> list[type]:
+    """The selected rules that may act on ``text``, in pipeline order; none means the file is
+    not even parsed with libcst. Cheapest first: a torch word, each rule's trigger words, then
+    what Python's own parser says the code mentions (``FileFacts``), once per file."""
     if not any(word in text for word in PREFILTER_WORDS):
-        return False
-    if SUPPRESSION_PATTERN.search(text):  # even if no rule acts, unused suppressions are reported
-        return True
-    return any(rule.is_triggered_by(text) for rule in selection.rules())
+        return []
+    triggered = [rule for rule in selection.rules() if rule.is_triggered_by(text)]
+    if not triggered:
+        return []
+    facts = FileFacts.of(text)
+    return [rule for rule in triggered if rule.may_act(facts)]
 
 
 def run_pipeline(
@@ -255,7 +262,10 @@ def run_pipeline(
     selection: Selection,
     filename: str = "<string>",
     details: PipelineDetails | None = None,
+    rules: Sequence[type] | None = None,
 ) -> tuple[str, dict[str, int], list[Finding]]:
+    """``rules``: the selected rules that may act on ``original`` (``rules_that_may_act``),
+    computed here when not given."""
     context = CodemodContext(filename=filename)
     context.scratch[DISABLED_FINDINGS_KEY] = selection.disabled_findings
     context.scratch[OPTIONS_KEY] = selection.rule_options()
@@ -264,9 +274,7 @@ def run_pipeline(
     findings: list[Finding] = []
     touched = False  # has any rule edited the tree (rewrite or marker) so far?
     shared = SharedMetadata(module)
-    for rule in selection.rules():
-        if not rule.is_triggered_by(original):
-            continue
+    for rule in rules if rules is not None else rules_that_may_act(original, selection):
         rewrites_before = _rewrite_count(context)
         context.scratch[FINDINGS_KEY] = []
         context.scratch[ADJUSTMENTS_KEY] = []
@@ -297,7 +305,7 @@ def run_pipeline(
                 details.rewrite_regions[rule.CODE] = regions
             touched = True
         module = shared.advance(new_module, edited)
-    module = _fix_imports(module, context)
+    module = _fix_imports(shared, context)
     new_text = module.code
     if new_text != original:
         _check_compiles(module, "imports", filename, new_text)
@@ -356,15 +364,15 @@ def _rewrite_count(context: CodemodContext) -> int:
     return sum(context.scratch.get(REWRITES_KEY, Counter()).values())
 
 
-def _fix_imports(module: cst.Module, context: CodemodContext) -> cst.Module:
+def _fix_imports(shared: SharedMetadata, context: CodemodContext) -> cst.Module:
+    """The rules' import additions and removals, once, on the pipeline's last tree."""
     try:
-        if context.scratch.get(AddImportsVisitor.CONTEXT_KEY):
-            module = AddImportsVisitor(context).transform_module(module)
-        if context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
-            module = RemoveImportsVisitor(context).transform_module(module)
+        for visitor in (AddImportsVisitor, RemoveImportsVisitor):
+            if context.scratch.get(visitor.CONTEXT_KEY):
+                shared.advance(shared.transform(visitor(context)), edited=True)
     except Exception as exc:
         raise RuleFailure("imports", _describe(exc)) from exc
-    return tidy_torch_xla_imports(module)
+    return tidy_torch_xla_imports(shared.module)
 
 
 def _check_compiles(module: cst.Module, code: str, filename: str, text: str | None = None) -> None:

@@ -9,18 +9,20 @@ the next rule; only a rule that edits the tree makes the next one pay for fresh 
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from dataclasses import replace
 
 import libcst as cst
 from libcst.codemod import Codemod
-from libcst.metadata import MetadataWrapper
+from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
 
 class SharedMetadata:
     def __init__(self, module: cst.Module) -> None:
-        # A freshly parsed module holds every node once, so the defensive deep copy can be skipped.
-        self._wrapper: MetadataWrapper | None = MetadataWrapper(module, unsafe_skip_copy=True)
+        self._wrapper: MetadataWrapper | None = _wrapper_of(module)
         self._module = module
+        self._current_code: str | None = None
 
     @property
     def module(self) -> cst.Module:
@@ -28,8 +30,8 @@ class SharedMetadata:
 
     def transform(self, rule: Codemod) -> cst.Module:
         """What ``Codemod.transform_module`` does for one pass, on the shared wrapper."""
-        if self._wrapper is None:  # a rule's output may hold a node twice: copy, as libcst does
-            self._wrapper = MetadataWrapper(self._module)
+        if self._wrapper is None:
+            self._wrapper = _wrapper_of(self._module)
         wrapper = self._wrapper
         with rule.resolve(wrapper):
             rule.context = replace(rule.context, wrapper=wrapper)
@@ -45,8 +47,57 @@ class SharedMetadata:
         normally returns an equal tree, which keeps the resolved metadata.
         """
         current = self.module
-        if new_module is current or (not edited and new_module.deep_equals(current)):
+        if new_module is current or (not edited and new_module.code == self._code()):
+            # Equal code is enough: the rule's output is dropped and the next rule gets the
+            # current tree, whose metadata is resolved (cheaper to tell than deep_equals).
             return current
         self._wrapper = None
         self._module = new_module
+        self._current_code = None
         return new_module
+
+    def _code(self) -> str:
+        if self._current_code is None:
+            self._current_code = self.module.code
+        return self._current_code
+
+
+def _wrapper_of(module: cst.Module) -> MetadataWrapper:
+    """A metadata wrapper of ``module`` with the parent of every node already known.
+
+    libcst's ParentNodeProvider asks every node for its children through a visitor; reading the
+    nodes' fields gives the same map several times faster. The walk also tells whether a node is
+    held twice (a rule's output may reuse one): only then is the deep copy libcst makes for
+    safety needed.
+    """
+    parents = _parents(module)
+    if parents is None:
+        return MetadataWrapper(module)  # copies; libcst computes the parents of the copy
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    computed = getattr(wrapper, "_metadata", None)
+    if isinstance(computed, dict):  # (a private detail of libcst; otherwise libcst computes)
+        computed[ParentNodeProvider] = parents
+    return wrapper
+
+
+def _parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode] | None:
+    """child -> parent for every node under ``module``; None when a node appears twice."""
+    parents: dict[cst.CSTNode, cst.CSTNode] = {}
+    pending: list[cst.CSTNode] = [module]
+    while pending:
+        node = pending.pop()
+        for name in _child_fields(type(node)):
+            value = getattr(node, name)
+            children = value if isinstance(value, (tuple, list)) else (value,)
+            for child in children:
+                if isinstance(child, cst.CSTNode):
+                    if child in parents:
+                        return None
+                    parents[child] = node
+                    pending.append(child)
+    return parents
+
+
+@functools.cache
+def _child_fields(node_type: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(node_type))

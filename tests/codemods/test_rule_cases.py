@@ -7,6 +7,7 @@ import re
 import pytest
 
 import codemods
+from codemods._facts import FileFacts
 from codemods.testing import apply_rule, case_id
 
 VALID_CASES = [
@@ -40,6 +41,17 @@ def test_invalid_case_is_rewritten(rule, case):
 def test_invalid_case_contains_a_trigger_of_its_rule(rule, case):
     """The engine skips a rule on a file without any of its TRIGGERS: they must not hide a case."""
     assert rule.is_triggered_by(case.before), f"{rule.CODE} TRIGGERS {rule.TRIGGERS} miss this case"
+
+
+@pytest.mark.parametrize("rule, case", INVALID_CASES)
+def test_rule_may_act_wherever_it_acts(rule, case):
+    """The engine does not run a rule whose ``may_act`` says no: on the case and on its output
+    (where findings are reported again), wherever the rule changes or reports something,
+    ``may_act`` must say yes."""
+    for text in (case.before, case.after):
+        output, findings = apply_rule(rule, text)
+        if output != text or findings:
+            assert rule.may_act(FileFacts.of(text)), f"{rule.CODE}.may_act misses:\n{text}"
 
 
 @pytest.mark.parametrize("rule, case", INVALID_CASES)
