@@ -67,6 +67,9 @@ class FileFacts:
         """Something is called whose last word is one of ``words``: ``f()``, ``x.y.f()``."""
         return not self.parsed or not self.called.isdisjoint(words)
 
+    def has_word(self, predicate) -> bool:
+        return not self.parsed or any(predicate(word) for word in self.words)
+
     def has_string(self, predicate) -> bool:
         return not self.parsed or any(predicate(s) for s in self.strings)
 

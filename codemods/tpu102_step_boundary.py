@@ -126,7 +126,15 @@ class StepBoundary(AppliesStatementEdits, TpuCodemod):
 
     @classmethod
     def may_act(cls, facts: FileFacts) -> bool:
-        return facts.calls("step", "backward", "optimizer_step") or facts.uses(*AUTOGRAD_FUNCTIONS)
+        # an optimizer step is ``x.step()`` with x from torch.optim or named like an optimizer
+        return (
+            facts.calls("backward", "optimizer_step")
+            or facts.uses(*AUTOGRAD_FUNCTIONS)
+            or (
+                facts.calls("step")
+                and (facts.uses("torch.optim") or facts.has_word(_has_optimizer_words))
+            )
+        )
 
     FINDINGS = {
         FINDING: FindingDoc(
@@ -922,3 +930,7 @@ def _last_identifier(expr: cst.BaseExpression) -> str | None:
     if isinstance(expr, cst.Subscript):
         return _last_identifier(expr.value)
     return None
+
+
+def _has_optimizer_words(name: str) -> bool:
+    return not identifier_words(name).isdisjoint(OPTIMIZER_WORDS)

@@ -29,7 +29,12 @@ from ._loops import (
     walk_code,
 )
 from ._statements import AppliesStatementEdits, Replacement
-from .tpu102_step_boundary import NOT_OPTIMIZER_WORDS, OPTIMIZER_WORDS, _last_identifier
+from .tpu102_step_boundary import (
+    NOT_OPTIMIZER_WORDS,
+    OPTIMIZER_WORDS,
+    _has_optimizer_words,
+    _last_identifier,
+)
 
 PER_STEP_READ = "TPU241"
 
@@ -167,7 +172,12 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
 
     @classmethod
     def may_act(cls, facts: FileFacts) -> bool:
-        return facts.calls("step", "backward", "optimizer_step") or facts.uses(*AUTOGRAD)
+        # the step markers of _is_step_marker
+        return (
+            facts.calls("backward", "optimizer_step")
+            or facts.uses(*AUTOGRAD)
+            or (facts.calls("step") and facts.has_word(_has_optimizer_words))
+        )
 
     OPTIONS = {"log_every": 10}
     FINDINGS = {

@@ -1,0 +1,67 @@
+"""The shortcuts the engine takes for speed give exactly what libcst would."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import libcst.matchers as m
+import pytest
+from libcst.metadata import MetadataWrapper, ParentNodeProvider
+
+from codemods._base import TpuCodemod, children_of, walk_all
+from migrate.engine import Selection, rules_that_may_act
+from migrate.metadata import _parents
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _sample_sources() -> list[Path]:
+    torch = pytest.importorskip("torch")
+    torch_dir = Path(torch.__file__).parent
+    picks = ["nn/modules/rnn.py", "_dynamo/utils.py", "optim/adam.py", "utils/data/dataloader.py"]
+    fixtures = sorted((REPO / "fixtures").glob("*/before/**/*.py"))[:8]
+    return [torch_dir / p for p in picks if (torch_dir / p).exists()] + fixtures
+
+
+@pytest.mark.parametrize("path", _sample_sources(), ids=lambda p: p.name)
+def test_children_and_parents_are_libcsts(path):
+    module = cst.parse_module(path.read_text(encoding="utf-8"))
+    nodes = 0
+    for node in walk_all(module):
+        expected = node.children
+        got = children_of(node)
+        assert len(got) == len(expected) and all(a is b for a, b in zip(got, expected))
+        nodes += 1
+    parents = _parents(module)
+    reference = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ParentNodeProvider)
+    assert parents is not None and len(parents) == len(reference) == nodes - 1
+    assert all(parents[node] is parent for node, parent in reference.items())
+
+
+def test_a_node_held_twice_is_noticed():
+    name = cst.Name("x")
+    module = cst.Module(body=[cst.SimpleStatementLine([cst.Expr(name)])] * 2)
+    assert _parents(module) is None
+
+
+def test_a_rule_cannot_use_matcher_decorators():
+    with pytest.raises(TypeError, match="matcher decorators"):
+
+        class Decorated(TpuCodemod):  # noqa: F841
+            @m.visit(m.Name())
+            def on_name(self, node: cst.Name) -> None:
+                pass
+
+
+def test_files_no_rule_acts_on_are_not_parsed():
+    selection = Selection.from_options()
+    library = (
+        "import torch\n\n"
+        "def cache(table, key, value):\n"
+        "    table[key] = value  # an indexed write, no mask\n"
+        '    """mentions cuda, .backward() and torch.save in prose only"""\n'
+    )
+    assert rules_that_may_act(library, selection) == []
+    masked = "import torch\n\ndef clip(x):\n    x[x < 0] = 0\n    return x\n"
+    assert [rule.CODE for rule in rules_that_may_act(masked, selection)] == ["TPU116"]
