@@ -162,6 +162,11 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
             why="already the XLA form",
         ),
         Valid(
+            "import torch\n\n\ndef run(*args, **kwargs):\n"
+            "    with torch.autocast(*args, **kwargs):\n        return model(x)\n",
+            why="arguments passed through unseen (found on torch's own sources: it crashed)",
+        ),
+        Valid(
             "import torch\n\nwith torch.autocast('cpu', dtype=torch.bfloat16):\n    y = model(x)\n",
             why="autocast on an explicit CPU device is a deliberate choice",
         ),
@@ -938,8 +943,8 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
             quote = '"'
         elif self.is_name(original.func, *DEVICE_AUTOCASTS):
             arguments = _named_arguments(updated, DEVICE_AUTOCAST_PARAMETERS)
-            device = arguments.get("device_type")
-            if arguments is None or device is None or not _is_training_device_type(device):
+            device = arguments.get("device_type") if arguments is not None else None
+            if device is None or not _is_training_device_type(device):
                 return updated
             quote = device.quote if isinstance(device, cst.SimpleString) else '"'
         else:
