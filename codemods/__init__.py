@@ -8,6 +8,10 @@ then the step boundary is placed (it needs to know whether the loop iterates an 
 and then the host reads are moved out of the step (TPU115 needs to know where the boundary is: a
 read before it is mid-step, and its step closures run at it).
 
+TPU110 seeds the XLA RNG only in files that use torch_xla, so it runs after every rule that can
+make a file an XLA script (TPU102's ``xm.optimizer_step``, TPU103's loader, TPU115's closures);
+before them, a file that only the step boundary makes XLA was seeded on the second run.
+
 TPU116 (boolean-mask writes) is a local rewrite that depends on no other rule; it runs before
 TPU117 so that only the writes it could not make static are reported. TPU117 (XLA hazards) runs
 last: it reports on the code as it will be written (after ``.cuda()`` became ``.to(device)``, so
@@ -46,7 +50,6 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     Distributed,
     CudaRuntimeCalls,
     Checkpoints,
-    XlaRng,
     SparseEmbeddings,
     TorchCompile,
     MaskedWrites,
@@ -55,6 +58,7 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     ParallelLoader,
     StepBoundary,
     HostSyncs,
+    XlaRng,
     XlaHazards,
 )
 

@@ -29,8 +29,8 @@ class XlaRng(AppliesStatementEdits, TpuCodemod):
         (``torch_xla.manual_seed(seed)`` or ``xm.set_rng_state(seed)``, e.g. produced by TPU104
         from ``torch.cuda.manual_seed_all(seed)``).
 
-        Only in files that use torch_xla (they import it, or an earlier rule of the pipeline
-        made them an XLA script by putting something on the XLA device): a library module that
+        Only in files that use torch_xla (they import it, or a rule of the pipeline made them
+        an XLA script: it runs after every rule that can): a library module that
         seeds CPU-side data generation has no XLA RNG to seed. Seeds that are calls
         (``torch.manual_seed(random.randint(0, 9))``) are left alone: repeating them would give
         a different seed.

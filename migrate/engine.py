@@ -157,7 +157,8 @@ def migrate_file(path: Path, selection: Selection, cache: ResultCache | None = N
         return result
     result.source = source
     rules = rules_that_may_act(source.text, selection)
-    if not rules and not SUPPRESSION_PATTERN.search(source.text):
+    has_suppressions = SUPPRESSION_PATTERN.search(source.text) is not None
+    if not rules and not has_suppressions:
         # (a file with suppressions is still run: the unused ones are reported)
         result.skipped = True
         if any(word in source.text for word in PREFILTER_WORDS):
@@ -175,7 +176,7 @@ def migrate_file(path: Path, selection: Selection, cache: ResultCache | None = N
             return result
         except (KeyError, TypeError, ValueError, AttributeError):  # an entry of another shape
             result = FileResult(path=path, source=source)
-    _run_rules(result, selection, rules)
+    _run_rules(result, selection, rules, has_suppressions)
     if key is not None:
         cache.store(key, _cache_payload(result))
     return result
@@ -214,7 +215,9 @@ def _restore(result: FileResult, stored: dict) -> None:
     result.unused_suppressions = [UnusedSuppression(**u) for u in stored["unused_suppressions"]]
 
 
-def _run_rules(result: FileResult, selection: Selection, rules: list[type]) -> None:
+def _run_rules(
+    result: FileResult, selection: Selection, rules: list[type], has_suppressions: bool
+) -> None:
     source, path = result.source, result.path
     try:
         module = cst.parse_module(source.text)
@@ -227,7 +230,7 @@ def _run_rules(result: FileResult, selection: Selection, rules: list[type]) -> N
     details = PipelineDetails()
     try:
         new_text, applied, findings = run_pipeline(
-            module, source.text, selection, str(path), details, rules
+            module, source.text, selection, str(path), details, rules, has_suppressions
         )
     except RuleFailure as exc:
         result.error, result.error_line = f"internal error in rule {exc.code}: {exc}", exc.line
@@ -237,7 +240,7 @@ def _run_rules(result: FileResult, selection: Selection, rules: list[type]) -> N
     result.findings = findings
     result.rewrite_regions = details.rewrite_regions
     result.adjustments = details.adjustments
-    if SUPPRESSION_PATTERN.search(source.text):
+    if has_suppressions:
         result.unused_suppressions = unused_suppressions(
             source.text, details.used_suppressions, selection.active_codes(), codemods.all_codes()
         )
@@ -263,13 +266,17 @@ def run_pipeline(
     filename: str = "<string>",
     details: PipelineDetails | None = None,
     rules: Sequence[type] | None = None,
+    has_suppressions: bool | None = None,
 ) -> tuple[str, dict[str, int], list[Finding]]:
-    """``rules``: the selected rules that may act on ``original`` (``rules_that_may_act``),
-    computed here when not given."""
+    """``rules``: the selected rules that may act on ``original`` (``rules_that_may_act``), and
+    ``has_suppressions``: whether it has suppression comments; both computed here when not
+    given."""
+    if has_suppressions is None:
+        has_suppressions = SUPPRESSION_PATTERN.search(original) is not None
     context = CodemodContext(filename=filename)
     context.scratch[DISABLED_FINDINGS_KEY] = selection.disabled_findings
     context.scratch[OPTIONS_KEY] = selection.rule_options()
-    context.scratch[HAS_SUPPRESSIONS_KEY] = SUPPRESSION_PATTERN.search(original) is not None
+    context.scratch[HAS_SUPPRESSIONS_KEY] = has_suppressions
     details = details if details is not None else PipelineDetails()
     findings: list[Finding] = []
     touched = False  # has any rule edited the tree (rewrite or marker) so far?
@@ -369,7 +376,7 @@ def _fix_imports(shared: SharedMetadata, context: CodemodContext) -> cst.Module:
     try:
         for visitor in (AddImportsVisitor, RemoveImportsVisitor):
             if context.scratch.get(visitor.CONTEXT_KEY):
-                shared.advance(shared.transform(visitor(context)), edited=True)
+                shared.advance(shared.transform(visitor(context), on_demand=False), edited=True)
     except Exception as exc:
         raise RuleFailure("imports", _describe(exc)) from exc
     return tidy_torch_xla_imports(shared.module)

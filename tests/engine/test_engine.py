@@ -202,3 +202,24 @@ def test_file_no_selected_rule_can_act_on_is_not_parsed(project, monkeypatch):
     root = project({"u.py": "import torch\nx = torch.cuda\ndef f(:\n"})
     assert migrate_file(root / "u.py", cuda_only).error.startswith("syntax error")
     assert migrate_file(root / "u.py", Selection.from_options(["TPU105"])).skipped
+
+
+def test_a_file_only_the_step_boundary_makes_xla_is_seeded_on_the_first_run(project):
+    # Found on torch's _inductor/fx_passes/numeric_utils.py: TPU110 seeds only files that use
+    # torch_xla; it ran before TPU102 made this one use it, so the second run added the seed.
+    source = (
+        "import torch\n\n\n"
+        "def set_deterministic():\n"
+        "    torch.manual_seed(1337)\n\n\n"
+        "def run(model, optimizer, batch):\n"
+        "    loss = model(batch).sum()\n"
+        "    loss.backward()\n"
+        "    optimizer.step()\n"
+    )
+    root = project({"t.py": source})
+    first = migrate_file(root / "t.py", ALL)
+    assert "    torch.manual_seed(1337)\n    torch_xla.manual_seed(1337)\n" in first.new_text
+    assert "xm.optimizer_step(optimizer)" in first.new_text
+    (root / "t.py").write_text(first.new_text, encoding="utf-8")
+    second = migrate_file(root / "t.py", ALL)
+    assert second.new_text == first.new_text and second.applied == {}

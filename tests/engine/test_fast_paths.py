@@ -7,11 +7,19 @@ from pathlib import Path
 import libcst as cst
 import libcst.matchers as m
 import pytest
-from libcst.metadata import MetadataWrapper, ParentNodeProvider
+from libcst.metadata import (
+    MetadataWrapper,
+    ParentNodeProvider,
+    QualifiedNameProvider,
+    ScopeProvider,
+)
 
+import codemods
 from codemods._base import TpuCodemod, children_of, walk_all
-from migrate.engine import Selection, rules_that_may_act
-from migrate.metadata import _parents
+from codemods.testing import apply_rule, case_id
+from migrate import engine
+from migrate.engine import Selection, rules_that_may_act, run_pipeline
+from migrate.metadata import _parents, _QualifiedNames
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,6 +45,48 @@ def test_children_and_parents_are_libcsts(path):
     reference = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ParentNodeProvider)
     assert parents is not None and len(parents) == len(reference) == nodes - 1
     assert all(parents[node] is parent for node, parent in reference.items())
+
+
+@pytest.mark.parametrize("path", _sample_sources(), ids=lambda p: p.name)
+def test_qualified_names_on_demand_are_libcsts(path):
+    module = cst.parse_module(path.read_text(encoding="utf-8"))
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    reference = wrapper.resolve(QualifiedNameProvider)
+    on_demand = _QualifiedNames(
+        wrapper.resolve(ScopeProvider), wrapper.resolve(ParentNodeProvider)
+    )
+    assert len(on_demand) == len(reference)
+    for node in walk_all(module):
+        expected = reference[node]
+        expected = expected() if callable(expected) else expected  # libcst's LazyValue
+        assert on_demand[node] == expected
+    with pytest.raises(KeyError):
+        on_demand[cst.Name("outside")]
+
+
+ALL_CASES = [
+    pytest.param(rule, source, id=case_id(rule, kind, i))
+    for rule in codemods.PIPELINE
+    for kind, sources in (
+        ("valid", [case.source for case in rule.VALID]),
+        ("invalid", [case.before for case in rule.INVALID]),
+    )
+    for i, source in enumerate(sources)
+]
+
+
+@pytest.mark.parametrize("rule, source", ALL_CASES)
+def test_engine_runs_each_rule_as_libcst_does(rule, source, monkeypatch):
+    """The engine's shared, on-demand metadata and its own import step give what the rule gives
+    run on its own by libcst's codemod machinery (the engine's layout of long new lines aside)."""
+    monkeypatch.setattr(engine, "_laid_out", lambda original, new_text, filename: new_text)
+    expected, expected_findings = apply_rule(rule, source)
+    selection = Selection.from_options(select=[rule.CODE, *rule.FINDINGS])
+    output, _, findings = run_pipeline(
+        cst.parse_module(source), source, selection, "case.py", rules=[rule]
+    )
+    assert output == expected
+    assert sorted(f.code for f in findings) == sorted(expected_findings)
 
 
 def test_a_node_held_twice_is_noticed():
