@@ -135,6 +135,9 @@ def report_sweep(migrated: Path, tree: Path, files: list[Path], jobs: int, scrat
     again = tpu_migrate("diff", migrated, jobs, "--no-cache")
     errors = [line for line in again["stderr"].splitlines() if ": " in line and ":" in line[:200]]
     print(f"  idempotent (second run changes nothing): {again['stdout'] == ''}")
+    changed_again = [line[4:] for line in again["stdout"].splitlines() if line.startswith("+++ ")]
+    for name in changed_again[:10]:  # what a failure needs to be diagnosed
+        print("    changed again:", name)
     pristine = scratch / "pristine"
     copy_files(files, tree, pristine)
     env = {"TPU_MIGRATE_CACHE_DIR": str(scratch / "cache")}
