@@ -19,13 +19,13 @@ from typing import ClassVar, Iterable, Iterator, Sequence
 
 import libcst as cst
 from libcst.codemod import Codemod, CodemodContext, VisitorBasedCodemodCommand
-from libcst.matchers._decorators import (
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+from libcst.matchers._decorators import (  # private: tests/engine/test_fast_paths.py pins it
     CONSTRUCTED_LEAVE_MATCHER_ATTR,
     CONSTRUCTED_VISIT_MATCHER_ATTR,
     VISIT_NEGATIVE_MATCHER_ATTR,
     VISIT_POSITIVE_MATCHER_ATTR,
 )
-from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import (
     ParentNodeProvider,
     PositionProvider,
@@ -36,6 +36,13 @@ from libcst.metadata import (
 from ._facts import FileFacts
 
 MARKER_PREFIX = "# TODO(tpu-migrate):"
+# What libcst's matcher decorators (``@m.visit``, ``@m.call_if_inside``...) set on a method.
+MATCHER_ATTRIBUTES = (
+    VISIT_POSITIVE_MATCHER_ATTR,
+    VISIT_NEGATIVE_MATCHER_ATTR,
+    CONSTRUCTED_VISIT_MATCHER_ATTR,
+    CONSTRUCTED_LEAVE_MATCHER_ATTR,
+)
 FINDINGS_KEY = "tpu_migrate.findings"
 REWRITES_KEY = "tpu_migrate.rewrites"
 DISABLED_FINDINGS_KEY = "tpu_migrate.disabled_findings"
@@ -560,14 +567,8 @@ class TpuCodemod(VisitorBasedCodemodCommand):
 def _refuse_matcher_decorators(rule: type) -> None:
     """The fast dispatch of ``TpuCodemod`` ignores ``@m.visit``/``@m.call_if_inside`` and the
     like: a rule using one must fail loudly, not run without it."""
-    marks = (
-        VISIT_POSITIVE_MATCHER_ATTR,
-        VISIT_NEGATIVE_MATCHER_ATTR,
-        CONSTRUCTED_VISIT_MATCHER_ATTR,
-        CONSTRUCTED_LEAVE_MATCHER_ATTR,
-    )
     for name, member in vars(rule).items():
-        if any(hasattr(member, mark) for mark in marks):
+        if any(hasattr(member, mark) for mark in MATCHER_ATTRIBUTES):
             raise TypeError(f"{rule.__name__}.{name}: rules cannot use libcst matcher decorators")
 
 

@@ -16,6 +16,7 @@ import libcst as cst
 from libcst.metadata import ScopeProvider
 
 from ._base import TpuCodemod, dotted_name, walk_all, walk_pruned
+from ._facts import FileFacts
 
 DATA_LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 MP_DEVICE_LOADERS = ("torch_xla.distributed.parallel_loader.MpDeviceLoader",)
@@ -49,12 +50,56 @@ BOOKKEEPING_WORDS = frozenset(
     }
 )  # fmt: skip
 Owner = cst.FunctionDef | cst.Module
+AUTOGRAD_FUNCTIONS = ("torch.autograd.backward", "torch.autograd.grad")
+XLA_OPTIMIZER_STEP = ("torch_xla.core.xla_model.optimizer_step",)
+# A receiver named with one of these words (``opt_d``, ``optimizerG``, ``self.optimizers[i]``)
+# is taken for an optimizer unless its assignment in this file says otherwise.
+OPTIMIZER_WORDS = frozenset(
+    {"opt", "opts", "optim", "optims", "optimizer", "optimizers", "optimiser", "optimisers"}
+)
+NOT_OPTIMIZER_WORDS = frozenset({"scheduler", "schedulers", "sched", "schedule"})
 
 
 def identifier_words(name: str) -> set[str]:
     """``optimizerD`` -> {"optimizer", "d"}; ``train_loader`` -> {"train", "loader"}."""
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
     return {word for word in spaced.split("_") if word}
+
+
+def last_identifier(expr: cst.BaseExpression) -> str | None:
+    """``optimizer`` for ``optimizer``, ``self.optimizer`` and ``self.optimizers[i]``."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    if isinstance(expr, cst.Subscript):
+        return last_identifier(expr.value)
+    return None
+
+
+def named_like_optimizer(expr: cst.BaseExpression) -> bool:
+    """``opt_d.step()``'s receiver: named like an optimizer, not like a scheduler."""
+    name = last_identifier(expr)
+    words = identifier_words(name) if name else set()
+    return not words.isdisjoint(OPTIMIZER_WORDS) and words.isdisjoint(NOT_OPTIMIZER_WORDS)
+
+
+def may_contain_training_step(facts: FileFacts) -> bool:
+    """What Python's parser can tell of a training step (TPU102's and TPU115's step markers):
+    a backward pass, an autograd call, ``xm.optimizer_step``, or a ``.step()`` in a file that
+    uses torch.optim or has an identifier named like an optimizer."""
+    return (
+        facts.calls("backward", "optimizer_step")
+        or facts.uses(*AUTOGRAD_FUNCTIONS)
+        or (
+            facts.calls("step")
+            and (facts.uses("torch.optim") or facts.has_word(_has_optimizer_words))
+        )
+    )
+
+
+def _has_optimizer_words(name: str) -> bool:
+    return not identifier_words(name).isdisjoint(OPTIMIZER_WORDS)
 
 
 def refers_to(

@@ -8,10 +8,14 @@ from libcst.metadata import ScopeProvider
 from ._facts import FileFacts
 from ._base import TORCH_XLA, XM, FindingDoc, Invalid, Safety, TpuCodemod, Valid, code_of
 from ._loops import (
+    AUTOGRAD_FUNCTIONS,
+    XLA_OPTIMIZER_STEP,
     ModuleIndex,
     calls,
     calls_in,
-    identifier_words,
+    last_identifier,
+    may_contain_training_step,
+    named_like_optimizer,
     new_statement,
     positional_arguments,
     refers_to,
@@ -37,18 +41,10 @@ SYNCS = ("torch_xla.sync", "torch_xla.torch_xla.sync", "torch_xla.core.xla_model
 SYNC_SPELLINGS = ("torch_xla.sync", "xm.mark_step")
 # Context managers that cut the graph when the step's block ends.
 STEP_CONTEXTS = ("torch_xla.debug.profiler.StepTrace", "torch_xla.step", "torch_xla.torch_xla.step")
-XLA_OPTIMIZER_STEP = ("torch_xla.core.xla_model.optimizer_step",)
 XLA_OPTIMIZER_STEP_SPELLINGS = ("xm.optimizer_step",)
 COMPILERS = ("torch_xla.compile", "torch_xla.torch_xla.compile")
-AUTOGRAD_FUNCTIONS = ("torch.autograd.backward", "torch.autograd.grad")
 OPTIMIZER_PACKAGE = "torch.optim."
 NOT_OPTIMIZER_PACKAGES = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
-# A receiver named with one of these words (``opt_d``, ``optimizerG``, ``self.optimizers[i]``)
-# is taken for an optimizer unless its assignment in this file says otherwise.
-OPTIMIZER_WORDS = frozenset(
-    {"opt", "opts", "optim", "optims", "optimizer", "optimizers", "optimiser", "optimisers"}
-)
-NOT_OPTIMIZER_WORDS = frozenset({"scheduler", "schedulers", "sched", "schedule"})
 FINDING = "TPU221"
 
 
@@ -126,15 +122,7 @@ class StepBoundary(AppliesStatementEdits, TpuCodemod):
 
     @classmethod
     def may_act(cls, facts: FileFacts) -> bool:
-        # an optimizer step is ``x.step()`` with x from torch.optim or named like an optimizer
-        return (
-            facts.calls("backward", "optimizer_step")
-            or facts.uses(*AUTOGRAD_FUNCTIONS)
-            or (
-                facts.calls("step")
-                and (facts.uses("torch.optim") or facts.has_word(_has_optimizer_words))
-            )
-        )
+        return may_contain_training_step(facts)
 
     FINDINGS = {
         FINDING: FindingDoc(
@@ -747,11 +735,7 @@ class StepBoundary(AppliesStatementEdits, TpuCodemod):
                 return True
             if any(self._constructs_other(value) for value in values):
                 return False
-        name = _last_identifier(expr)
-        if name is None:
-            return False
-        words = identifier_words(name)
-        return not words.isdisjoint(OPTIMIZER_WORDS) and words.isdisjoint(NOT_OPTIMIZER_WORDS)
+        return named_like_optimizer(expr)
 
     def _constructs_optimizer(self, value: cst.BaseExpression) -> bool:
         if not isinstance(value, cst.Call):
@@ -810,7 +794,7 @@ class StepBoundary(AppliesStatementEdits, TpuCodemod):
     def _compiled_functions(self) -> set[int]:
         """Functions passed to (or decorated with) ``torch_xla.compile``: it cuts the graph."""
         names = {
-            _last_identifier(arg.value)
+            last_identifier(arg.value)
             for call in self.index.calls
             if refers_to(self, call.func, COMPILERS)
             for arg in positional_arguments(call)[:1]
@@ -919,18 +903,3 @@ class StepBoundary(AppliesStatementEdits, TpuCodemod):
         self.require_import(XM)
         self.record_rewrite()
         return cst.Call(func=cst.parse_expression("xm.optimizer_step"), args=args)
-
-
-def _last_identifier(expr: cst.BaseExpression) -> str | None:
-    """``optimizer`` for ``optimizer``, ``self.optimizer`` and ``self.optimizers[i]``."""
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value
-    if isinstance(expr, cst.Subscript):
-        return _last_identifier(expr.value)
-    return None
-
-
-def _has_optimizer_words(name: str) -> bool:
-    return not identifier_words(name).isdisjoint(OPTIMIZER_WORDS)

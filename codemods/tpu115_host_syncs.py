@@ -20,28 +20,23 @@ from ._base import (
     walk_all,
 )
 from ._loops import (
+    AUTOGRAD_FUNCTIONS,
+    XLA_OPTIMIZER_STEP,
     ModuleIndex,
     calls,
-    identifier_words,
+    may_contain_training_step,
+    named_like_optimizer,
     names_in_target,
     new_statement,
     refers_to,
     walk_code,
 )
 from ._statements import AppliesStatementEdits, Replacement
-from .tpu102_step_boundary import (
-    NOT_OPTIMIZER_WORDS,
-    OPTIMIZER_WORDS,
-    _has_optimizer_words,
-    _last_identifier,
-)
 
 PER_STEP_READ = "TPU241"
 
 SYNCS = ("torch_xla.sync", "torch_xla.torch_xla.sync", "torch_xla.core.xla_model.mark_step")
 SYNC_SPELLINGS = ("torch_xla.sync", "xm.mark_step")
-XLA_OPTIMIZER_STEP = ("torch_xla.core.xla_model.optimizer_step",)
-AUTOGRAD = ("torch.autograd.backward", "torch.autograd.grad")
 # Methods that only report a value: their call can run later, in a step closure, unchanged.
 REPORTING_METHODS = frozenset(
     {
@@ -172,12 +167,7 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
 
     @classmethod
     def may_act(cls, facts: FileFacts) -> bool:
-        # the step markers of _is_step_marker
-        return (
-            facts.calls("backward", "optimizer_step")
-            or facts.uses(*AUTOGRAD)
-            or (facts.calls("step") and facts.has_word(_has_optimizer_words))
-        )
+        return may_contain_training_step(facts)  # the step markers of _is_step_marker
 
     OPTIONS = {"log_every": 10}
     FINDINGS = {
@@ -1045,15 +1035,13 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == "backward":
             return True
-        if refers_to(self, func, AUTOGRAD) or calls(
+        if refers_to(self, func, AUTOGRAD_FUNCTIONS) or calls(
             self, call, XLA_OPTIMIZER_STEP, ("xm.optimizer_step",)
         ):
             return True
         if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
             return False
-        name = _last_identifier(func.value)
-        words = identifier_words(name) if name else set()
-        return not words.isdisjoint(OPTIMIZER_WORDS) and words.isdisjoint(NOT_OPTIMIZER_WORDS)
+        return named_like_optimizer(func.value)
 
     def _boundary(self, loop: cst.For | cst.While) -> LoopPlan | None:
         """Where the loop's step ends, or None when the loop has no boundary this rule knows."""

@@ -15,11 +15,11 @@ from libcst.metadata import (
 )
 
 import codemods
-from codemods._base import TpuCodemod, children_of, walk_all
+from codemods._base import MATCHER_ATTRIBUTES, TpuCodemod, children_of, walk_all
 from codemods.testing import apply_rule, case_id
 from migrate import engine
 from migrate.engine import Selection, rules_that_may_act, run_pipeline
-from migrate.metadata import _parents, _QualifiedNames
+from migrate.metadata import _parents, _QualifiedNames, _wrapper_of
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -52,9 +52,7 @@ def test_qualified_names_on_demand_are_libcsts(path):
     module = cst.parse_module(path.read_text(encoding="utf-8"))
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     reference = wrapper.resolve(QualifiedNameProvider)
-    on_demand = _QualifiedNames(
-        wrapper.resolve(ScopeProvider), wrapper.resolve(ParentNodeProvider)
-    )
+    on_demand = _QualifiedNames(wrapper.resolve(ScopeProvider), wrapper.resolve(ParentNodeProvider))
     assert len(on_demand) == len(reference)
     for node in walk_all(module):
         expected = reference[node]
@@ -87,6 +85,23 @@ def test_engine_runs_each_rule_as_libcst_does(rule, source, monkeypatch):
     )
     assert output == expected
     assert sorted(f.code for f in findings) == sorted(expected_findings)
+
+
+def test_the_libcst_internals_relied_on_are_there():
+    """Two private details of libcst (pyproject allows libcst>=1.4,<2): the parent map the
+    engine computes is the one libcst's wrapper hands out, and a matcher decorator sets one of
+    the attributes ``TpuCodemod`` refuses."""
+    module = cst.parse_module("import torch\nx = torch.ones(2)\n")
+    wrapper = _wrapper_of(module)
+    assert wrapper.resolve(ParentNodeProvider) is wrapper._metadata[ParentNodeProvider]
+    assert wrapper.resolve(ParentNodeProvider)[module.body[0]] is module
+    assert isinstance(wrapper._metadata[ParentNodeProvider], dict)  # ours, not recomputed
+
+    @m.visit(m.Name())
+    def on_name(self, node):
+        pass
+
+    assert any(hasattr(on_name, attr) for attr in MATCHER_ATTRIBUTES)
 
 
 def test_a_node_held_twice_is_noticed():
