@@ -302,6 +302,17 @@ class TpuCodemod(VisitorBasedCodemodCommand):
                         return True
         return False
 
+    def bindings_of(self, name: cst.Name):
+        """``(scope, assignments)``: the scope ``name`` is read in and the assignments of its
+        identifier there; None when the name has no scope or is not bound in it."""
+        try:
+            scope = self.get_metadata(ScopeProvider, name)
+        except KeyError:
+            return None
+        if scope is None or name.value not in scope:
+            return None
+        return scope, list(scope[name.value])
+
     def _module_scope(self):
         module = self.context.module
         if module is None:

@@ -291,13 +291,10 @@ class ModuleIndex:
         return None
 
     def _name_source(self, name: cst.Name) -> Source | None:
-        try:
-            scope = self.rule.get_metadata(ScopeProvider, name)
-        except KeyError:
+        bound = self.rule.bindings_of(name)
+        if bound is None:
             return None
-        if scope is None or name.value not in scope:
-            return None
-        assignments = list(scope[name.value])
+        assignments = bound[1]
         if len(assignments) == 1 and isinstance(getattr(assignments[0], "node", None), cst.Param):
             param = assignments[0].node
             function = self.owner(param)

@@ -10,7 +10,6 @@ not followed.
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import ScopeProvider
 
 from ._base import TpuCodemod, code_of, dotted_name
 from ._loops import ModuleIndex, positional_arguments
@@ -216,13 +215,10 @@ class TensorFacts:
     def _name_is_tensor(self, name: cst.Name, depth: int) -> bool:
         """Every assignment of ``name`` in its scope is a tensor parameter or a tensor value
         (``def forward(self, x): x = x * 2`` has both)."""
-        try:
-            scope = self.rule.get_metadata(ScopeProvider, name)
-        except KeyError:
+        bound = self.rule.bindings_of(name)
+        if bound is None:
             return False
-        if scope is None or name.value not in scope:
-            return False
-        assignments = list(scope[name.value])
+        scope, assignments = bound
         key = (id(scope), name.value)
         if key in self._assumed:
             return True  # ``x = x * 2`` is a tensor when the other bindings of x are
