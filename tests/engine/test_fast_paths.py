@@ -7,6 +7,8 @@ from pathlib import Path
 import libcst as cst
 import libcst.matchers as m
 import pytest
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import (
     MetadataWrapper,
     ParentNodeProvider,
@@ -85,6 +87,45 @@ def test_engine_runs_each_rule_as_libcst_does(rule, source, monkeypatch):
     )
     assert output == expected
     assert sorted(f.code for f in findings) == sorted(expected_findings)
+
+
+HEADS = [
+    "",
+    "x = 1\n",
+    '"""doc"""\n',
+    '"""doc"""\nimport os\n\nx = 1\n',
+    "import os\nfrom typing import List\n# note\nx = 1\n",
+    "__strict__ = True\nimport torch\n",
+    "import torch\nimport torch_xla.core.xla_model as xm\n",
+    "from __future__ import annotations\n\nimport torch\nfrom torch_xla import runtime\n"
+    "try:\n    import numpy\nexcept ImportError:\n    numpy = None\n",
+    "x = 1\nimport torch\n",
+    "import os, sys\nimport torch\n\n\ndef f():\n    import torch_xla\n",
+]
+WANTED = [
+    [("torch_xla", None, None)],
+    [("torch_xla.core.xla_model", None, "xm"), ("torch_xla", None, None)],
+    [("torch_xla", "runtime", None), ("__future__", "annotations", None)],
+    [("torch_xla.distributed.parallel_loader", "MpDeviceLoader", None), ("os", None, None)],
+]
+
+
+@pytest.mark.parametrize("wanted", WANTED, ids=str)
+@pytest.mark.parametrize(
+    "source",
+    HEADS + [p.read_text(encoding="utf-8") for p in _sample_sources()[:3]],
+    ids=lambda s: repr(s[:30]),
+)
+def test_imports_added_on_the_head_are_libcsts(source, wanted):
+    module = cst.parse_module(source)
+    contexts = []
+    for _ in range(2):
+        context = CodemodContext(filename="t.py")
+        for spec in wanted:
+            AddImportsVisitor.add_needed_import(context, *spec)
+        contexts.append(context)
+    expected = module.visit(AddImportsVisitor(contexts[0])).code
+    assert engine._with_imports_added(module, contexts[1]).code == expected
 
 
 def test_the_libcst_internals_relied_on_are_there():
