@@ -245,6 +245,7 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         self._rewrites_owed = 0  # ... outside a suppressed statement: their rewrites to take back
         self._rewrites_at_start = 0
         self._imports_at_start = 0
+        self._module_imports: list[str] | bool | None = None  # see ``imports_module``
 
     def transform_module(self, tree: cst.Module) -> cst.Module:
         # The stand-alone path (libcst's CLI, the rule's own cases): libcst fixes imports.
@@ -290,7 +291,15 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         return not self.qualified_names(node).isdisjoint(names)
 
     def imports_module(self, root: str) -> bool:
-        """True when the module imports ``root`` or one of its submodules under any spelling."""
+        """True when the module imports ``root`` or one of its submodules under any spelling,
+        at module level (what the module scope binds)."""
+        if self._module_imports is None:
+            self._module_imports = _module_level_imports(self.context.module)
+        if self._module_imports is False:
+            return self._module_scope_imports(root)
+        return any(name == root or name.startswith(root + ".") for name in self._module_imports)
+
+    def _module_scope_imports(self, root: str) -> bool:
         scope = self._module_scope()
         if scope is None:
             return False
@@ -753,6 +762,48 @@ def walk_pruned(node: cst.CSTNode, skipped: tuple[type, ...]) -> Iterator[cst.CS
         if skipped:
             children = [c for c in children if not isinstance(c, skipped)]
         pending.extend(reversed(children))
+
+
+def _module_level_imports(module: cst.Module | None) -> list[str] | bool:
+    """The full names the module's own import statements bind (not those of functions and
+    classes): what libcst's module scope would say, without its scope analysis of the whole
+    file. False when a ``global`` statement may let a function import into the module."""
+    if module is None:
+        return []
+    declared_global: set[str] = set()
+    bound_by_imports: set[str] = set()
+    for node in walk_all(module):
+        if isinstance(node, cst.Global):
+            declared_global.update(item.name.value for item in node.names)
+        elif isinstance(node, (cst.Import, cst.ImportFrom)):
+            bound_by_imports.update(_bound_names(node))
+    if not declared_global.isdisjoint(bound_by_imports):
+        return False
+    return [
+        name
+        for node in walk_pruned(module, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+        for name in _imported_names(node)
+    ]
+
+
+def _bound_names(node: cst.Import | cst.ImportFrom) -> list[str]:
+    """The names an import statement binds: ``import a.b`` binds ``a``."""
+    if isinstance(node.names, cst.ImportStar):
+        return []
+    return [alias.evaluated_alias or alias.evaluated_name.split(".")[0] for alias in node.names]
+
+
+def _imported_names(node: cst.CSTNode) -> list[str]:
+    """The full names an import statement binds (``import a.b as c``: ``a.b``; ``from a import
+    b``: ``a.b``); none for other nodes, relative and star imports."""
+    if isinstance(node, cst.Import):
+        return [dotted_name(alias.name) or "" for alias in node.names]
+    if isinstance(node, cst.ImportFrom) and not node.relative and node.module is not None:
+        if isinstance(node.names, cst.ImportStar):
+            return []
+        module = dotted_name(node.module) or ""
+        return [f"{module}.{dotted_name(alias.name)}" for alias in node.names]
+    return []
 
 
 def with_marker_comments(statement, markers: Iterable[str]):

@@ -148,12 +148,10 @@ class XlaRng(AppliesStatementEdits, TpuCodemod):
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.SimpleStatementLine:
+        if not self._file_uses_xla():  # first: it needs no scope analysis of the file
+            return updated_node
         seed = self._seed_of(original_node)
-        if (
-            seed is None
-            or not self._file_uses_xla()
-            or self._xla_seeded_nearby(original_node, seed)
-        ):
+        if seed is None or self._xla_seeded_nearby(original_node, seed):
             return updated_node
         self.require_import(TORCH_XLA)
         call = cst.Call(cst.parse_expression("torch_xla.manual_seed"), [cst.Arg(seed.deep_clone())])

@@ -17,7 +17,13 @@ from libcst.metadata import (
 )
 
 import codemods
-from codemods._base import MATCHER_ATTRIBUTES, TpuCodemod, children_of, walk_all
+from codemods._base import (
+    MATCHER_ATTRIBUTES,
+    TpuCodemod,
+    _module_level_imports,
+    children_of,
+    walk_all,
+)
 from codemods.testing import apply_rule, case_id
 from migrate import engine
 from migrate.engine import Selection, rules_that_may_act, run_pipeline
@@ -87,6 +93,40 @@ def test_engine_runs_each_rule_as_libcst_does(rule, source, monkeypatch):
     )
     assert output == expected
     assert sorted(f.code for f in findings) == sorted(expected_findings)
+
+
+ROOTS = ("torch", "torch_xla", "torch.nn", "transformers", "os", "numpy")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [p.read_text(encoding="utf-8") for p in _sample_sources()]
+    + [
+        "import os\n\n\nclass A:\n    import numpy\n\n\ndef f():\n    import transformers\n",
+        "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = None\n",
+        "from torch import nn as n\nfrom . import numpy\nfrom os import *\n",
+        "def f():\n    global numpy\n    import numpy\n",
+        "import os\n\n\ndef f():\n    global counter\n    import numpy\n    counter = 1\n",
+        "if True:\n    from torch_xla import runtime\nf = lambda: 1\n",
+    ],
+    ids=lambda s: repr(s[:30]),
+)
+def test_module_level_imports_are_what_the_module_scope_binds(source):
+    module = cst.parse_module(source)
+    scope = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider)[module]
+    bound = {
+        qname.name
+        for assignment in scope.assignments
+        if isinstance(getattr(assignment, "node", None), (cst.Import, cst.ImportFrom))
+        for qname in assignment.get_qualified_names_for(assignment.name)
+    }
+    names = _module_level_imports(module)
+    if names is False:  # a global name an import binds: the rule asks libcst's scope instead
+        assert "global numpy" in source
+        return
+    for root in ROOTS:
+        expected = any(name == root or name.startswith(root + ".") for name in bound)
+        assert any(name == root or name.startswith(root + ".") for name in names) == expected
 
 
 HEADS = [
