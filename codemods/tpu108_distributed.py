@@ -445,6 +445,16 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             findings=["TPU205"],
             why="a device passed as an argument cannot be moved mechanically",
         ),
+        Invalid(
+            "import torch.distributed as dist\n\n\ndef info(group):\n"
+            '    return {"backend": f"{dist.get_backend(group)}", '
+            '"world_size": f"{dist.get_world_size()}", "group": str(group)}\n',
+            "import torch.distributed as dist\nimport torch_xla.runtime as xr\n\n\n"
+            'def info(group):\n    return {"backend": f"{dist.get_backend(group)}", '
+            '"world_size": f"{xr.world_size()}", "group": str(group)}\n',
+            why="a line still long after the rewrite, whose new call has no argument to wrap "
+            "(torch's distributed/c10d_logger.py crashed the rule)",
+        ),
     ]
 
     def __init__(self, context) -> None:
@@ -593,6 +603,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             return updated
         calls = [c for c in self._built_calls if _contains(updated, c)]
         self._built_calls = [c for c in self._built_calls if c not in calls]
+        calls = [c for c in calls if c.args]  # ``xr.world_size()`` has nothing to wrap
         if not calls:
             return updated
         call = calls[-1]  # the outermost: built last
