@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import ScopeProvider
 
 from ._facts import FileFacts
 from ._base import TORCH_XLA, XM, FindingDoc, Invalid, Safety, TpuCodemod, Valid, code_of
@@ -763,13 +762,10 @@ class StepBoundary(AppliesStatementEdits, TpuCodemod):
     def _local_class(self, func: cst.BaseExpression) -> cst.ClassDef | None:
         if not isinstance(func, cst.Name):
             return None
-        try:
-            scope = self.get_metadata(ScopeProvider, func)
-        except KeyError:
+        bound = self.bindings_of(func)
+        if bound is None:
             return None
-        if scope is None or func.value not in scope:
-            return None
-        nodes = [getattr(a, "node", None) for a in scope[func.value]]
+        nodes = [getattr(a, "node", None) for a in bound[1]]
         return nodes[0] if len(nodes) == 1 and isinstance(nodes[0], cst.ClassDef) else None
 
     def _is_backward(self, call: cst.Call) -> bool:
