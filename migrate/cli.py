@@ -8,11 +8,13 @@ suppressions (check) were found,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import codemods
 
@@ -261,12 +263,14 @@ def _cmd_apply(args) -> int:
                 terminal.error(error_line(result))
                 continue
             if result.changed:
-                problem = _write(result)
+                with _interrupts_deferred():  # a file written is a file reported as written
+                    problem = _write(result)
+                    if not problem:
+                        written.append(path)
                 if problem:
                     failures += 1
                     terminal.error(f"{path}:1: not written: {problem}")
                     continue
-                written.append(path)
                 terminal.out(f"{path}: {applied_text(result.applied)}")
             for line in finding_lines(result):
                 terminal.out(line)
@@ -283,6 +287,20 @@ def _cmd_apply(args) -> int:
     summary.changed = len(written)
     terminal.note(summary.sentence("rewritten"))
     return EXIT_FAILED if summary.failed else EXIT_OK
+
+
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Ctrl-C waits until the block is done: it arrived between a file's rename and its record
+    in ``written`` once, and the interrupt report undercounted the files written."""
+    if not hasattr(signal, "pthread_sigmask"):  # (not on Windows)
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _write(result: FileResult) -> str | None:
