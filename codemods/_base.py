@@ -772,18 +772,28 @@ def _module_level_imports(module: cst.Module | None) -> list[str] | bool:
         return []
     declared_global: set[str] = set()
     bound_by_imports: set[str] = set()
-    for node in walk_all(module):
+    module_level: list[str] = []
+    # One walk over the statements (imports and ``global`` are never inside an expression);
+    # ``nested``: inside a function or class, whose imports the module scope does not bind.
+    pending: list[tuple[cst.CSTNode, bool]] = [(module, False)]
+    while pending:
+        node, nested = pending.pop()
         if isinstance(node, cst.Global):
             declared_global.update(item.name.value for item in node.names)
         elif isinstance(node, (cst.Import, cst.ImportFrom)):
             bound_by_imports.update(_bound_names(node))
+            if not nested:
+                module_level.extend(_imported_names(node))
+            continue
+        inner = nested or isinstance(node, (cst.FunctionDef, cst.ClassDef))
+        pending.extend(
+            (child, inner)
+            for child in reversed(children_of(node))
+            if not isinstance(child, cst.BaseExpression)
+        )
     if not declared_global.isdisjoint(bound_by_imports):
         return False
-    return [
-        name
-        for node in walk_pruned(module, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
-        for name in _imported_names(node)
-    ]
+    return module_level
 
 
 def _bound_names(node: cst.Import | cst.ImportFrom) -> list[str]:

@@ -25,11 +25,13 @@ XLA_DEVICE_CALLS = (
     "torch_xla.torch_xla.device",
     "torch_xla.core.xla_model.xla_device",
 )
+XLA_OPTIMIZER_STEP = ("torch_xla.core.xla_model.optimizer_step",)
 # Inside the tpu-migrate pipeline imports are added once at the end, so a name an earlier rule
 # just wrote (``pl.MpDeviceLoader``) is not bound yet; it is recognised by its canonical spelling.
 CANONICAL_SPELLINGS = {
     MP_DEVICE_LOADERS: ("pl.MpDeviceLoader", "MpDeviceLoader"),
     XLA_DEVICE_CALLS: ("torch_xla.device", "xm.xla_device"),
+    XLA_OPTIMIZER_STEP: ("xm.optimizer_step",),
 }
 # Wrappers a batch loop puts around its loader -> True when the wrapper yields (index, batch).
 ITERABLE_WRAPPERS = {
@@ -51,7 +53,6 @@ BOOKKEEPING_WORDS = frozenset(
 )  # fmt: skip
 Owner = cst.FunctionDef | cst.Module
 AUTOGRAD_FUNCTIONS = ("torch.autograd.backward", "torch.autograd.grad")
-XLA_OPTIMIZER_STEP = ("torch_xla.core.xla_model.optimizer_step",)
 # A receiver named with one of these words (``opt_d``, ``optimizerG``, ``self.optimizers[i]``)
 # is taken for an optimizer unless its assignment in this file says otherwise.
 OPTIMIZER_WORDS = frozenset(
@@ -190,6 +191,7 @@ class ModuleIndex:
         self.calls: list[cst.Call] = []
         self.for_loops: list[cst.For] = []
         self.functions: list[cst.FunctionDef] = []
+        self._callees: dict[tuple[bool, str], list[cst.Call]] | None = None
         module.visit(_Collector(self))
 
     # ------------------------------------------------------------------ tree navigation
@@ -337,7 +339,25 @@ class ModuleIndex:
 
     def calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
         method = self.enclosing_class(function) is not None
-        return [call for call in self.calls if self._calls_function(call, function, method)]
+        candidates = self._calls_by_name().get((method, function.name.value), ())
+        return [call for call in candidates if self._calls_function(call, function, method)]
+
+    def _calls_by_name(self) -> dict[tuple[bool, str], list[cst.Call]]:
+        """The calls that may call a function, in order, by (is a ``self.`` method call, name):
+        asking every call about every function made rules quadratic in the file's size."""
+        if self._callees is None:
+            self._callees = {}
+            for call in self.calls:
+                func = call.func
+                if isinstance(func, cst.Name):
+                    self._callees.setdefault((False, func.value), []).append(call)
+                elif (
+                    isinstance(func, cst.Attribute)
+                    and isinstance(func.value, cst.Name)
+                    and func.value.value == "self"
+                ):
+                    self._callees.setdefault((True, func.attr.value), []).append(call)
+        return self._callees
 
     def _calls_function(self, call: cst.Call, function: cst.FunctionDef, method: bool) -> bool:
         name = function.name.value

@@ -40,7 +40,6 @@ SYNCS = ("torch_xla.sync", "torch_xla.torch_xla.sync", "torch_xla.core.xla_model
 SYNC_SPELLINGS = ("torch_xla.sync", "xm.mark_step")
 # Context managers that cut the graph when the step's block ends.
 STEP_CONTEXTS = ("torch_xla.debug.profiler.StepTrace", "torch_xla.step", "torch_xla.torch_xla.step")
-XLA_OPTIMIZER_STEP_SPELLINGS = ("xm.optimizer_step",)
 COMPILERS = ("torch_xla.compile", "torch_xla.torch_xla.compile")
 OPTIMIZER_PACKAGE = "torch.optim."
 NOT_OPTIMIZER_PACKAGES = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
@@ -683,11 +682,7 @@ class StepBoundary(AppliesStatementEdits, TpuCodemod):
         steps = [call for call in index.calls if self._is_optimizer_step(call)]
         if not sharded:
             self.conversions = {id(call) for call in steps}
-        xla_steps = [
-            call
-            for call in index.calls
-            if calls(self, call, XLA_OPTIMIZER_STEP, XLA_OPTIMIZER_STEP_SPELLINGS)
-        ]
+        xla_steps = [call for call in index.calls if calls(self, call, XLA_OPTIMIZER_STEP)]
         backwards = [call for call in index.calls if self._is_backward(call)]
         compiled = self._compiled_functions()
         self.syncing_calls = self._syncing_calls()
@@ -851,7 +846,7 @@ class StepBoundary(AppliesStatementEdits, TpuCodemod):
     def _syncs(self, call: cst.Call) -> bool:
         if calls(self, call, SYNCS, SYNC_SPELLINGS):
             return True
-        return calls(self, call, XLA_OPTIMIZER_STEP, XLA_OPTIMIZER_STEP_SPELLINGS) and any(
+        return calls(self, call, XLA_OPTIMIZER_STEP) and any(
             arg.keyword is not None
             and arg.keyword.value == "barrier"
             and code_of(arg.value) == "True"

@@ -1035,9 +1035,7 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == "backward":
             return True
-        if refers_to(self, func, AUTOGRAD_FUNCTIONS) or calls(
-            self, call, XLA_OPTIMIZER_STEP, ("xm.optimizer_step",)
-        ):
+        if refers_to(self, func, AUTOGRAD_FUNCTIONS) or calls(self, call, XLA_OPTIMIZER_STEP):
             return True
         if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
             return False

@@ -156,12 +156,13 @@ def migrate_file(path: Path, selection: Selection, cache: ResultCache | None = N
         result.error, result.error_line = str(exc), exc.line
         return result
     result.source = source
-    rules = rules_that_may_act(source.text, selection)
+    mentions_torch = _passes_prefilter(source.text)
+    rules = _rules_that_may_act(source.text, selection) if mentions_torch else []
     has_suppressions = SUPPRESSION_PATTERN.search(source.text) is not None
     if not rules and not has_suppressions:
         # (a file with suppressions is still run: the unused ones are reported)
         result.skipped = True
-        if any(word in source.text for word in PREFILTER_WORDS):
+        if mentions_torch:
             # Not worth a libcst parse, but a broken torch file is still worth a message; the
             # C parser tells in a fraction of the time.
             broken = _python_syntax_error(source.text)
@@ -250,8 +251,15 @@ def rules_that_may_act(text: str, selection: Selection) -> list[type]:
     """The selected rules that may act on ``text``, in pipeline order; none means the file is
     not even parsed with libcst. Cheapest first: a torch word, each rule's trigger words, then
     what Python's own parser says the code mentions (``FileFacts``), once per file."""
-    if not any(word in text for word in PREFILTER_WORDS):
-        return []
+    return _rules_that_may_act(text, selection) if _passes_prefilter(text) else []
+
+
+def _passes_prefilter(text: str) -> bool:
+    return any(word in text for word in PREFILTER_WORDS)
+
+
+def _rules_that_may_act(text: str, selection: Selection) -> list[type]:
+    """``rules_that_may_act`` for a text that passes the pre-filter."""
     triggered = [rule for rule in selection.rules() if rule.is_triggered_by(text)]
     if not triggered:
         return []
