@@ -8,11 +8,13 @@ from __future__ import annotations
 import ast
 import dataclasses
 import difflib
+import gc
 import os
 import signal
 import traceback
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
@@ -177,10 +179,30 @@ def migrate_file(path: Path, selection: Selection, cache: ResultCache | None = N
             return result
         except (KeyError, TypeError, ValueError, AttributeError):  # an entry of another shape
             result = FileResult(path=path, source=source)
-    _run_rules(result, selection, rules, has_suppressions)
+    with _collected_at_the_end():
+        _run_rules(result, selection, rules, has_suppressions)
     if key is not None:
         cache.store(key, _cache_payload(result))
     return result
+
+
+@contextmanager
+def _collected_at_the_end() -> Iterator[None]:
+    """Python's cycle collector paused while one file is migrated, and run once at the end.
+
+    libcst allocates millions of short-lived objects per file, and each burst of them started
+    collections that walked the objects still alive, again and again (measured on 253 torch
+    files: 6% of the run). The cycles a file leaves behind are all young objects, so a
+    collection of the youngest generation at the end frees them."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect(0)
 
 
 def _cache_payload(result: FileResult) -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import gc
 import os
 import stat
 
@@ -223,3 +224,20 @@ def test_a_file_only_the_step_boundary_makes_xla_is_seeded_on_the_first_run(proj
     (root / "t.py").write_text(first.new_text, encoding="utf-8")
     second = migrate_file(root / "t.py", ALL)
     assert second.new_text == first.new_text and second.applied == {}
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_cycle_collector_is_left_as_it_was_found(project, enabled):
+    """The engine pauses Python's cycle collector while it migrates a file: afterwards it is
+    running again if it was, and still off if the caller had turned it off."""
+    root = project({"train.py": OLD_API})
+    was_enabled = gc.isenabled()
+    if not enabled:
+        gc.disable()
+    try:
+        result = migrate_file(root / "train.py", ALL)
+        assert result.changed and result.error is None
+        assert gc.isenabled() is enabled
+    finally:
+        if was_enabled:
+            gc.enable()
