@@ -324,9 +324,7 @@ class ModuleIndex:
         if method and index is not None:
             index -= 1  # ``self.f(a)`` passes ``a`` as the second parameter
         passed = []
-        for call in self.calls:
-            if not self._calls_function(call, function, method):
-                continue
+        for call in self.calls_of(function):
             for position, arg in enumerate(call.args):
                 if arg.star:
                     break
@@ -338,9 +336,14 @@ class ModuleIndex:
         return passed
 
     def calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
-        method = self.enclosing_class(function) is not None
+        """The calls of ``function`` in this module, in order: ``f(...)`` where ``f`` is bound to
+        it, or ``self.f(...)`` in a method of its class."""
+        owner_class = self.enclosing_class(function)
+        method = owner_class is not None
         candidates = self._calls_by_name().get((method, function.name.value), ())
-        return [call for call in candidates if self._calls_function(call, function, method)]
+        if method:
+            return [c for c in candidates if self.enclosing_class(self.owner(c)) is owner_class]
+        return [c for c in candidates if self._is_bound_to(c.func, function)]
 
     def _calls_by_name(self) -> dict[tuple[bool, str], list[cst.Call]]:
         """The calls that may call a function, in order, by (is a ``self.`` method call, name):
@@ -359,27 +362,15 @@ class ModuleIndex:
                     self._callees.setdefault((True, func.attr.value), []).append(call)
         return self._callees
 
-    def _calls_function(self, call: cst.Call, function: cst.FunctionDef, method: bool) -> bool:
-        name = function.name.value
-        func = call.func
-        if method:
-            return (
-                isinstance(func, cst.Attribute)
-                and func.attr.value == name
-                and isinstance(func.value, cst.Name)
-                and func.value.value == "self"
-                and self.enclosing_class(self.owner(call)) is self.enclosing_class(function)
-            )
-        if not (isinstance(func, cst.Name) and func.value == name):
-            return False
+    def _is_bound_to(self, name: cst.Name, function: cst.FunctionDef) -> bool:
         try:
-            scope = self.rule.get_metadata(ScopeProvider, func)
+            scope = self.rule.get_metadata(ScopeProvider, name)
         except KeyError:
             return False
         return (
             scope is not None
-            and name in scope
-            and any(getattr(a, "node", None) is function for a in scope[name])
+            and name.value in scope
+            and any(getattr(a, "node", None) is function for a in scope[name.value])
         )
 
     # ------------------------------------------------------------------ loaders
