@@ -42,6 +42,7 @@ from codemods._facts import FileFacts
 
 from .layout import realign_continuation_lines, wrap_long_new_lines
 from .cache import ResultCache
+from .imports import with_imports_added, with_imports_removed
 from .linemap import LineMap
 from .metadata import SharedMetadata
 from .source import SourceError, SourceFile
@@ -405,38 +406,15 @@ def _fix_imports(shared: SharedMetadata, context: CodemodContext) -> cst.Module:
     """The rules' import additions and removals, once, on the pipeline's last tree."""
     try:
         if context.scratch.get(AddImportsVisitor.CONTEXT_KEY):
-            shared.advance(_with_imports_added(shared.module, context), edited=True)
+            shared.advance(with_imports_added(shared.module, context), edited=True)
         if context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
-            remover = RemoveImportsVisitor(context)
-            shared.advance(shared.transform(remover, on_demand=False), edited=True)
+            removed = with_imports_removed(shared.module, context)
+            if removed is None:
+                removed = shared.transform(RemoveImportsVisitor(context), on_demand=False)
+            shared.advance(removed, edited=True)
     except Exception as exc:
         raise RuleFailure("imports", _describe(exc)) from exc
     return tidy_torch_xla_imports(shared.module)
-
-
-def _with_imports_added(module: cst.Module, context: CodemodContext) -> cst.Module:
-    """What libcst's ``AddImportsVisitor`` makes of ``module``, run on its head only.
-
-    The visitor reads and edits just the block of imports at the top of the file and the first
-    statement after it (it adds a blank line there), yet it walks the whole tree twice through
-    libcst's matcher machinery: on torch's sources, a fifth of the run. Given the head up to and
-    including that statement, it gives the same head; the rest of the body is kept as it is.
-    """
-    body = module.body
-    end = 1  # the first statement may be a docstring, which the visitor steps over
-    while end < len(body) and _is_single_import(body[end]):
-        end += 1
-    head = module.with_changes(body=body[: end + 1])
-    new_head = head.visit(AddImportsVisitor(context))
-    return module.with_changes(body=(*new_head.body, *body[end + 1 :]))
-
-
-def _is_single_import(statement: cst.CSTNode) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], (cst.Import, cst.ImportFrom))
-    )
 
 
 def _check_compiles(module: cst.Module, code: str, filename: str, text: str | None = None) -> None:

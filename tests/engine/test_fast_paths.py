@@ -8,7 +8,7 @@ import libcst as cst
 import libcst.matchers as m
 import pytest
 from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import (
     MetadataWrapper,
     ParentNodeProvider,
@@ -25,7 +25,7 @@ from codemods._base import (
     walk_all,
 )
 from codemods.testing import apply_rule, case_id
-from migrate import engine
+from migrate import engine, imports
 from migrate.engine import Selection, rules_that_may_act, run_pipeline
 from migrate.metadata import _parents, _QualifiedNames, _wrapper_of
 
@@ -165,7 +165,73 @@ def test_imports_added_on_the_head_are_libcsts(source, wanted):
             AddImportsVisitor.add_needed_import(context, *spec)
         contexts.append(context)
     expected = module.visit(AddImportsVisitor(contexts[0])).code
-    assert engine._with_imports_added(module, contexts[1]).code == expected
+    assert imports.with_imports_added(module, contexts[1]).code == expected
+
+
+XM = ("torch_xla.core.xla_model", None, "xm")
+# (source, imports asked to be removed, whether the text tells, for each name they bind, that it
+# is unused (it appears only in top-level import statements) or used (read by module-level code
+# after its first import), so that the remover need not analyse the whole module)
+REMOVALS = [
+    ("import torch_xla.core.xla_model as xm\nimport torch\n\ntorch.ones(2)\n", [XM], True),
+    (
+        "import os\nimport torch_xla.core.xla_model as xm, torch_xla  # keep\n\ntorch_xla.sync()\n",
+        [XM],
+        True,
+    ),
+    ("import torch_xla.core.xla_model as xm\nimport torch_xla.core.xla_model as xm\n", [XM], True),
+    ("import torch\nimport torch.cuda\n\nx = 1\n", [("torch.cuda", None, None)], True),
+    ("import torch\nimport torch.cuda\n\nx = torch.ones(1)\n", [("torch.cuda", None, None)], True),
+    ("x = torch.ones(1)\nimport torch.cuda\n", [("torch.cuda", None, None)], False),
+    ("import torch\n\n\ndef f():\n    return torch.ones(1)\n", [("torch", None, None)], False),
+    ("import torch\n\nx: torch.Tensor\n", [("torch", None, None)], False),
+    (
+        "import torch, torch_xla.core.xla_model as xm\n\nx = torch.ones(1)\n",
+        [("torch", None, None), XM],
+        True,
+    ),
+    (
+        "from torch.cuda.amp import (\n    GradScaler,  # scaler\n    autocast,\n)\n\n"
+        "with autocast():\n    pass\n",
+        [("torch.cuda.amp", "GradScaler", None)],
+        True,
+    ),
+    ("from torch.cuda import amp as a\nimport os\n", [("torch.cuda", "amp", "a")], True),
+    ("import torch_xla.core.xla_model as xm; print(1)\n", [XM], True),
+    ("import torch_xla.core.xla_model as xm; print(xm)\n", [XM], False),
+    ("import torch_xla.core.xla_model as xm\n\n__all__ = ['xm']\n", [XM], False),
+    ("import torch_xla.core.xla_model as xm\n\n# xm is gone\n", [XM], False),
+    ("import torch_xla.core.xla_model as xm\n\n\ndef f(xm):\n    return xm\n", [XM], False),
+    ("def f():\n    import torch_xla.core.xla_model as xm\n", [XM], False),
+    (
+        "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    pass\n",
+        [XM],
+        False,
+    ),
+    ("import torch_xla.core.xla_model as xm\nimport os\n", [XM, ("os", None, None)], True),
+    ("import torch_xla.core.xla_model as xm\nxm.sync()\n", [XM, XM], True),  # asked twice
+    ("import torch_xla.core.xla_model as xm\nimport os\nos.sep\n", [XM, ("os", None, None)], True),
+    ("import torch_xla.core.xla_model as xm\nimport os\nos.sep\nxm.sync\n", [XM], True),
+    ("import torch_xla.core.xla_model as xm\n\n\ndef f():\n    xm.sync()\n", [XM], False),
+    ('"""Docs."""\n# header\n\nimport torch_xla.core.xla_model as xm\n\n\nx = 1\n', [XM], True),
+    ("from . import xm\nimport torch_xla.core.xla_model as xm\n", [XM], True),
+]
+
+
+@pytest.mark.parametrize("source, requests, alone", REMOVALS, ids=lambda v: repr(v)[:40])
+def test_imports_removed_statement_by_statement_are_libcsts(source, requests, alone):
+    module = cst.parse_module(source)
+    contexts = []
+    for _ in range(2):
+        context = CodemodContext(filename="t.py")
+        for request in requests:
+            RemoveImportsVisitor.remove_unused_import(context, *request)
+        contexts.append(context)
+    expected = RemoveImportsVisitor(contexts[0]).transform_module(module).code
+    removed = imports.with_imports_removed(module, contexts[1])
+    assert (removed is not None) == alone
+    if removed is not None:
+        assert removed.code == expected
 
 
 def test_the_libcst_internals_relied_on_are_there():

@@ -1,0 +1,183 @@
+"""The pipeline's import step, run on as little of the module as gives libcst's own result.
+
+libcst's ``AddImportsVisitor`` and ``RemoveImportsVisitor`` walk the whole tree through its
+matcher machinery, and the remover also resolves the scopes and qualified names of the whole
+module to tell which imports are unused. Each shortcut below runs the same visitor on the part of
+the module it can change, and only where that part provably gives the same result
+(``tests/engine/test_fast_paths.py`` compares them with the visitors run on the whole module).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import replace
+from typing import Iterable, Iterator
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+
+ImportRequest = tuple[str, str | None, str | None]  # (module, obj, asname), libcst's form
+
+
+def with_imports_added(module: cst.Module, context: CodemodContext) -> cst.Module:
+    """What libcst's ``AddImportsVisitor`` makes of ``module``, run on its head only.
+
+    The visitor reads and edits just the block of imports at the top of the file and the first
+    statement after it (it adds a blank line there). Given the head up to and including that
+    statement, it gives the same head; the rest of the body is kept as it is.
+    """
+    body = module.body
+    end = 1  # the first statement may be a docstring, which the visitor steps over
+    while end < len(body) and _is_single_import(body[end]):
+        end += 1
+    head = module.with_changes(body=body[: end + 1])
+    new_head = head.visit(AddImportsVisitor(context))
+    return module.with_changes(body=(*new_head.body, *body[end + 1 :]))
+
+
+def with_imports_removed(module: cst.Module, context: CodemodContext) -> cst.Module | None:
+    """What libcst's ``RemoveImportsVisitor`` makes of ``module``, or None when that cannot be
+    told without the visitor's whole-module analysis.
+
+    The visitor removes an import it was asked to remove when no import of the same name is
+    used: no reference, no ``__all__`` entry, no string annotation. Two cases are plain from the
+    text, and when every name asked about is one or the other the visitor runs only where it
+    removes something:
+
+    * the name appears in the code text (comments and strings included) only inside import
+      statements at the top level of the module: nothing can use it, so running the visitor on
+      each of those statements alone removes what it removes on the whole module;
+    * every import of the name is a top-level statement and module-level code reads the name
+      after the first of them: that import is referenced, so the visitor keeps them all.
+    """
+    requests: list[ImportRequest] = context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY, [])
+    code = module.code
+    statements = _top_level_statements_with_imports(module)
+    tree: ast.Module | None = None
+    unused, statements_to_visit = [], set()
+    for name in dict.fromkeys(_bound_name(*request) for request in requests):
+        word = _word(name)
+        counts = [
+            (statement, sum(len(word.findall(text)) for text in import_codes))
+            for statement, import_codes in statements
+        ]
+        if sum(count for _, count in counts) == len(word.findall(code)):
+            unused.append(name)
+            statements_to_visit.update(id(statement) for statement, count in counts if count)
+            continue
+        if tree is None:
+            tree = _parsed(code)
+        if tree is None or not _read_after_its_imports(tree, name):
+            return None
+    if not unused:
+        return module
+    # The visitor must not see the requests about names in use: alone, their imports look unused.
+    alone_context = replace(
+        context,
+        scratch={
+            **context.scratch,
+            RemoveImportsVisitor.CONTEXT_KEY: [r for r in requests if _bound_name(*r) in unused],
+        },
+    )
+    body: list[cst.BaseStatement] = []
+    for statement in module.body:
+        if id(statement) in statements_to_visit:
+            alone = module.with_changes(body=[statement])
+            body.extend(RemoveImportsVisitor(alone_context).transform_module(alone).body)
+        else:
+            body.append(statement)
+    return module.with_changes(body=body)
+
+
+def _parsed(code: str) -> ast.Module | None:
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _read_after_its_imports(tree: ast.Module, name: str) -> bool:
+    """Every import binding ``name`` is a statement of the module's body, and code that runs in
+    the module's scope (not in a function, class, lambda or comprehension, nor an annotation)
+    reads ``name`` on a line after the first of those imports."""
+    first_import_end = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+            _binds(alias, name) for alias in node.names
+        ):
+            if not any(node is statement for statement in tree.body):
+                return False
+            if first_import_end is None or node.end_lineno < first_import_end:
+                first_import_end = node.end_lineno
+    if first_import_end is None:
+        return False
+    return any(node.lineno > first_import_end for node in _module_scope_reads(tree.body, name))
+
+
+def _binds(alias: ast.alias, name: str) -> bool:
+    return (alias.asname or alias.name.split(".")[0]) == name
+
+
+def _module_scope_reads(nodes: Iterable[ast.AST], name: str) -> Iterator[ast.Name]:
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _OTHER_SCOPES):
+            continue
+        if isinstance(node, ast.Name):
+            if node.id == name and isinstance(node.ctx, ast.Load):
+                yield node
+            continue
+        if isinstance(node, ast.AnnAssign):
+            stack.extend(child for child in (node.target, node.value) if child is not None)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+_OTHER_SCOPES = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Lambda,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
+
+
+def _bound_name(module: str, obj: str | None, asname: str | None) -> str:
+    """The name an import binds: ``xm`` for ``import a.b as xm``, ``a`` for ``import a.b``."""
+    return asname or obj or module.split(".")[0]
+
+
+def _word(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+
+
+def _top_level_statements_with_imports(
+    module: cst.Module,
+) -> list[tuple[cst.SimpleStatementLine, list[str]]]:
+    """Each statement line at module level holding an import, with the code of its imports
+    (not of the rest of the line: ``import a; print(a)`` uses ``a`` outside the import)."""
+    found = []
+    for statement in module.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            imports = _imports_in(statement.body)
+            if imports:
+                found.append((statement, [module.code_for_node(node) for node in imports]))
+    return found
+
+
+def _imports_in(small_statements: Iterable[cst.BaseSmallStatement]) -> list[cst.CSTNode]:
+    return [node for node in small_statements if isinstance(node, (cst.Import, cst.ImportFrom))]
+
+
+def _is_single_import(statement: cst.CSTNode) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and bool(_imports_in(statement.body))
+    )
