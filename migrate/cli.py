@@ -192,6 +192,8 @@ def _run(args) -> tuple[list[FileResult], list[str]]:
         for result in migrate_files(found.files, selection, args.jobs, cache):
             results.append(result)
             advance()
+    position = {path: index for index, path in enumerate(found.files)}
+    results.sort(key=lambda result: position[result.path])
     if cache is not None:
         cache.prune()
     return results, problems

@@ -280,12 +280,12 @@ class _RaisingParser(argparse.ArgumentParser):
 def _migrate(
     files: list[tuple[str, Path]], selection: Selection, jobs: int, terminal: Terminal
 ) -> list[tuple[str, FileResult]]:
-    results = []
+    migrated = {}
     with terminal.progress(len(files)) as advance:
-        migrated = migrate_files([path for _, path in files], selection, jobs)
-        for (relative, _), result in zip(files, migrated):
-            results.append((relative, result))
+        for result in migrate_files([path for _, path in files], selection, jobs):
+            migrated[result.path] = result
             advance()
+    results = [(relative, migrated[path]) for relative, path in files]
     for _, result in results:
         if result.error:
             terminal.error(error_line(result))

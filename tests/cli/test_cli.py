@@ -68,6 +68,17 @@ def test_apply_rewrites_reports_and_is_idempotent(project, capsys):
     assert run(capsys, "diff", str(root))[0] == 0
 
 
+def test_parallel_runs_report_in_path_order(project, capsys):
+    """Workers take the largest files first and finish in any order; reports are in path order."""
+    padded = OLD_API + "".join(f"# padding line {i}\n" for i in range(300))
+    files = {f"m{i}.py": padded if i % 3 == 0 else OLD_API for i in range(10)}
+    root = project({**files, "b.py": BROKEN})
+    code, out, err = run(capsys, "apply", "-j", "2", str(root))
+    assert code == 2 and "b.py:3: syntax error" in err
+    reported = [line.split(":")[0].rsplit("/", 1)[-1] for line in out.splitlines()]
+    assert reported == [f"m{i}.py" for i in range(10)]
+
+
 def test_check_json_shape(project, capsys):
     root = project({"a.py": OLD_API, "b.py": BROKEN})
     os.chdir(root)

@@ -12,6 +12,7 @@ import pytest
 
 import codemods
 from codemods._base import Safety, TpuCodemod
+from migrate import engine
 from migrate.engine import Selection, migrate_file, migrate_files
 from migrate.source import write_atomically
 from tests.conftest import NEW_API, OLD_API
@@ -124,7 +125,25 @@ def test_parallel_run_gives_the_same_results(project):
     paths = sorted(root.glob("*.py"))
     serial = [(r.path, r.new_text, r.applied) for r in migrate_files(paths, ALL, jobs=1)]
     parallel = [(r.path, r.new_text, r.applied) for r in migrate_files(paths, ALL, jobs=2)]
-    assert serial == parallel
+    assert [path for path, _, _ in serial] == paths
+    assert serial == sorted(parallel)
+
+
+def test_the_largest_files_are_started_first_in_small_batches(tmp_path):
+    sizes = [5, 700, 40, 40, 9000, 0, 123, 64_000, 1, 2, 3] + [10] * 40
+    paths = []
+    for i, size in enumerate(sizes):
+        paths.append(tmp_path / f"m{i:02}.py")
+        paths[-1].write_text("x" * size)
+    paths.append(tmp_path / "gone.py")  # vanished before the run: sized 0, reported by the run
+    batches = engine._largest_first_batches(paths, jobs=2)
+    in_order = [path for batch in batches for path in batch]
+    assert sorted(in_order) == sorted(paths)
+    assert [p.stat().st_size if p.exists() else 0 for p in in_order] == sorted(
+        sizes + [0], reverse=True
+    )
+    assert batches[0] == [tmp_path / "m07.py"]  # alone: it is a whole budget by itself
+    assert all(1 <= len(batch) <= 16 for batch in batches)
 
 
 def test_atomic_write_keeps_permissions(tmp_path):
