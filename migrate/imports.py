@@ -3,8 +3,9 @@
 libcst's ``AddImportsVisitor`` and ``RemoveImportsVisitor`` walk the whole tree through its
 matcher machinery, and the remover also resolves the scopes and qualified names of the whole
 module to tell which imports are unused. Each shortcut below runs the same visitor on the part of
-the module it can change, and only where that part provably gives the same result
-(``tests/engine/test_fast_paths.py`` compares them with the visitors run on the whole module).
+the module it can change (the remover not at all when the text shows it keeps everything), and
+only where that provably gives the same result (``tests/engine/test_fast_paths.py`` compares
+them with the visitors run on the whole module).
 """
 
 from __future__ import annotations
@@ -179,5 +180,5 @@ def _is_single_import(statement: cst.CSTNode) -> bool:
     return (
         isinstance(statement, cst.SimpleStatementLine)
         and len(statement.body) == 1
-        and bool(_imports_in(statement.body))
+        and isinstance(statement.body[0], (cst.Import, cst.ImportFrom))
     )

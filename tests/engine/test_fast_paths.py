@@ -158,14 +158,21 @@ WANTED = [
 )
 def test_imports_added_on_the_head_are_libcsts(source, wanted):
     module = cst.parse_module(source)
+    for_libcst, for_engine = _two_contexts(AddImportsVisitor.add_needed_import, wanted)
+    expected = module.visit(AddImportsVisitor(for_libcst)).code
+    assert imports.with_imports_added(module, for_engine).code == expected
+
+
+def _two_contexts(request, requests) -> list[CodemodContext]:
+    """Two contexts holding the same import ``requests``: libcst's visitor and the engine's
+    shortcut each consume one."""
     contexts = []
     for _ in range(2):
         context = CodemodContext(filename="t.py")
-        for spec in wanted:
-            AddImportsVisitor.add_needed_import(context, *spec)
+        for args in requests:
+            request(context, *args)
         contexts.append(context)
-    expected = module.visit(AddImportsVisitor(contexts[0])).code
-    assert imports.with_imports_added(module, contexts[1]).code == expected
+    return contexts
 
 
 XM = ("torch_xla.core.xla_model", None, "xm")
@@ -218,18 +225,13 @@ REMOVALS = [
 ]
 
 
-@pytest.mark.parametrize("source, requests, alone", REMOVALS, ids=lambda v: repr(v)[:40])
-def test_imports_removed_statement_by_statement_are_libcsts(source, requests, alone):
+@pytest.mark.parametrize("source, requests, decided", REMOVALS, ids=lambda v: repr(v)[:40])
+def test_imports_removed_as_the_text_decides_are_libcsts(source, requests, decided):
     module = cst.parse_module(source)
-    contexts = []
-    for _ in range(2):
-        context = CodemodContext(filename="t.py")
-        for request in requests:
-            RemoveImportsVisitor.remove_unused_import(context, *request)
-        contexts.append(context)
-    expected = RemoveImportsVisitor(contexts[0]).transform_module(module).code
-    removed = imports.with_imports_removed(module, contexts[1])
-    assert (removed is not None) == alone
+    for_libcst, for_engine = _two_contexts(RemoveImportsVisitor.remove_unused_import, requests)
+    expected = RemoveImportsVisitor(for_libcst).transform_module(module).code
+    removed = imports.with_imports_removed(module, for_engine)
+    assert (removed is not None) == decided
     if removed is not None:
         assert removed.code == expected
 
