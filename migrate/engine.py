@@ -450,6 +450,7 @@ def migrate_files(
             yield migrate_file(path, selection, cache)
         return
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_interrupts)
+    finished = False
     try:
         batches = [
             pool.submit(_migrate_batch, batch, selection, cache)
@@ -457,9 +458,14 @@ def migrate_files(
         ]
         for done in as_completed(batches):
             yield from done.result()
+        finished = True
     finally:
-        # On Ctrl-C (or a consumer that stops early) queued files are dropped, not waited for.
-        pool.shutdown(wait=True, cancel_futures=True)
+        if not finished:
+            # Ctrl-C, or a consumer that stopped early: the workers are stopped, not waited for
+            # (the largest file, started first, can take minutes). They only compute; every
+            # write happens in this process.
+            _stop_workers(pool)
+        pool.shutdown(wait=True, cancel_futures=True)  # queued files are dropped
 
 
 def _migrate_batch(
@@ -493,6 +499,15 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:  # gone or unreadable: migrate_file reports it
         return 0
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    stop = getattr(pool, "terminate_workers", None)  # public from Python 3.14
+    if stop is not None:
+        stop()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
 
 
 def _ignore_interrupts() -> None:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import codecs
 import gc
+import multiprocessing
 import os
+import signal
 import stat
+import time
 
 import libcst as cst
 import pytest
@@ -260,3 +263,38 @@ def test_the_cycle_collector_is_left_as_it_was_found(project, enabled):
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _slow_migration(path, selection, cache=None):
+    (path.parent / f"{path.name}.started").write_text(str(os.getpid()))
+    time.sleep(30)
+    (path.parent / f"{path.name}.finished").write_text("")
+
+
+@pytest.mark.skipif(
+    multiprocessing.get_start_method() != "fork", reason="the workers must inherit the stand-in"
+)
+def test_ctrl_c_stops_busy_workers_instead_of_waiting_for_them(tmp_path, monkeypatch):
+    paths = [tmp_path / f"m{i}.py" for i in range(4)]
+    for path in paths:
+        path.write_text(OLD_API)
+    monkeypatch.setattr(engine, "migrate_file", _slow_migration)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        results = migrate_files(paths, ALL, jobs=2)
+        signal.setitimer(signal.ITIMER_REAL, 3.0)
+        with pytest.raises(KeyboardInterrupt):
+            next(results)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    started = list(tmp_path.glob("*.started"))
+    assert started  # the workers were busy...
+    for marker in started:  # ...and are gone, stopped rather than waited for
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(marker.read_text()), 0)
+    assert not list(tmp_path.glob("*.finished"))
