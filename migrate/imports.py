@@ -103,12 +103,13 @@ def _read_after_its_imports(tree: ast.Module, name: str) -> bool:
     """Every import binding ``name`` is a statement of the module's body, and code that runs in
     the module's scope (not in a function, class, lambda or comprehension, nor an annotation)
     reads ``name`` on a line after the first of those imports."""
+    top_level = {id(statement) for statement in tree.body}
     first_import_end = None
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
             _binds(alias, name) for alias in node.names
         ):
-            if not any(node is statement for statement in tree.body):
+            if id(node) not in top_level:
                 return False
             if first_import_end is None or node.end_lineno < first_import_end:
                 first_import_end = node.end_lineno
@@ -118,7 +119,9 @@ def _read_after_its_imports(tree: ast.Module, name: str) -> bool:
 
 
 def _binds(alias: ast.alias, name: str) -> bool:
-    return (alias.asname or alias.name.split(".")[0]) == name
+    # ``alias.name`` is the module of ``import a.b`` or the object of ``from m import x``: the
+    # same rule as for a request names what either binds.
+    return _bound_name(alias.name, None, alias.asname) == name
 
 
 def _module_scope_reads(nodes: Iterable[ast.AST], name: str) -> Iterator[ast.Name]:
