@@ -633,16 +633,23 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
             self._check_control_flow(node)
 
     def _check_call(self, call: cst.Call) -> None:
+        # Cheap syntactic tests first: most calls of a module run outside step code, and
+        # resolving what a call names is the costly part.
         facts = self.facts
-        function = facts.torch_function(call.func)
-        method = facts.method_of(call)
-        if method is not None and method[1] in STORAGE_METHODS and not call.args:
-            if not (isinstance(method[0], cst.Name) and method[0].value == "self"):
-                self.flag(call, STORAGE_IDENTITY, STORAGE_MESSAGES.get(method[1], STORAGE_RAISES))
-            return
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in STORAGE_METHODS and not call.args:
+            method = facts.method_of(call)
+            if method is not None:
+                if not (isinstance(method[0], cst.Name) and method[0].value == "self"):
+                    self.flag(
+                        call, STORAGE_IDENTITY, STORAGE_MESSAGES.get(method[1], STORAGE_RAISES)
+                    )
+                return
         region = self._region(call)
         if region is None:
             return
+        function = facts.torch_function(func)
+        method = facts.method_of(call)
         if function in DYNAMIC_FUNCTIONS or (function == "where" and _one_argument(call)):
             name = "torch.where(cond)" if function == "where" else f"torch.{function}"
             self.flag(call, DYNAMIC_SHAPE, _dynamic_message(name))
@@ -706,7 +713,7 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
         if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
             return
         mask = subscript.slice[0].slice.value
-        if not self.facts.is_bool_mask(mask) or self._region(subscript) is None:
+        if self._region(subscript) is None or not self.facts.is_bool_mask(mask):
             return
         parent = self.index.parent(subscript)
         written = isinstance(parent, cst.AssignTarget) or (
@@ -723,7 +730,7 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
         self.flag(subscript, DYNAMIC_SHAPE, message)
 
     def _check_control_flow(self, node) -> None:
-        if not self._truth_is_tensor(node.test) or self._region(node.test) is None:
+        if self._region(node.test) is None or not self._truth_is_tensor(node.test):
             return
         keyword = CONTROL_FLOW[type(node)]
         self.flag(
