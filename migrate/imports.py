@@ -50,8 +50,10 @@ def with_imports_removed(module: cst.Module, context: CodemodContext) -> cst.Mod
     * the name appears in the code text (comments and strings included) only inside import
       statements at the top level of the module: nothing can use it, so running the visitor on
       each of those statements alone removes what it removes on the whole module;
-    * every import of the name is a top-level statement and module-level code reads the name
-      after the first of them: that import is referenced, so the visitor keeps them all.
+    * the name is used: in every scope that imports it, that scope's own code reads it after
+      the first of those imports; or it is bound only by imports of the module's own scope and
+      read inside a function, class, lambda or comprehension. Either way each scope's first
+      import is referenced, so the visitor keeps them all.
     """
     requests: list[ImportRequest] = context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY, [])
     code = module.code
@@ -70,7 +72,7 @@ def with_imports_removed(module: cst.Module, context: CodemodContext) -> cst.Mod
             continue
         if tree is None:
             tree = _parsed(code)
-        if tree is None or not _read_after_its_imports(tree, name):
+        if tree is None or not _is_used(tree, name):
             return None
     if not unused:
         return module
@@ -99,23 +101,101 @@ def _parsed(code: str) -> ast.Module | None:
         return None
 
 
+def _is_used(tree: ast.Module, name: str) -> bool:
+    return _read_after_its_imports(tree, name) or _global_read_in_a_nested_scope(tree, name)
+
+
 def _read_after_its_imports(tree: ast.Module, name: str) -> bool:
-    """Every import binding ``name`` is a statement of the module's body, and code that runs in
-    the module's scope (not in a function, class, lambda or comprehension, nor an annotation)
-    reads ``name`` on a line after the first of those imports."""
-    top_level = {id(statement) for statement in tree.body}
-    first_import_end = None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
-            _binds(alias, name) for alias in node.names
+    """In each scope (module, class, function) whose own code imports ``name``, that code reads
+    ``name`` on a line after the first of those imports (not in a nested scope, an annotation or
+    a ``match`` pattern).
+
+    libcst links a read to the bindings made before it in its own scope, so the first import of
+    each such scope is referenced, and the remover keeps every import of a name whose scope has a
+    referenced one.
+    """
+    imported = False
+    for scope in _scopes(tree):
+        own = list(_own_nodes(scope))
+        first_import_end = min(
+            (
+                node.end_lineno
+                for node in own
+                if isinstance(node, _IMPORTS) and any(_binds(alias, name) for alias in node.names)
+            ),
+            default=None,
+        )
+        if first_import_end is None:
+            continue
+        imported = True
+        if not any(
+            isinstance(node, ast.Name)
+            and node.id == name
+            and isinstance(node.ctx, ast.Load)
+            and node.lineno > first_import_end
+            for node in own
         ):
-            if id(node) not in top_level:
-                return False
-            if first_import_end is None or node.end_lineno < first_import_end:
-                first_import_end = node.end_lineno
-    if first_import_end is None:
+            return False
+    return imported
+
+
+def _global_read_in_a_nested_scope(tree: ast.Module, name: str) -> bool:
+    """Nothing binds ``name`` but imports in the module's own scope, and code in a function,
+    class, lambda or comprehension body reads it: that read finds the module's bindings, and
+    libcst links a read from another scope to all of them, whatever their order."""
+    module_imports = {id(node) for node in _own_nodes(tree) if isinstance(node, _IMPORTS)}
+    imported = False
+    for node in ast.walk(tree):
+        if not _is_binding(node, name):
+            continue
+        if id(node) not in module_imports:
+            return False
+        imported = True
+    return imported and any(
+        isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+        for node in _nested_scope_nodes(tree)
+    )
+
+
+def _is_binding(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` binds ``name`` (or declares it global or nonlocal)."""
+    if isinstance(node, _IMPORTS):
+        return any(_binds(alias, name) for alias in node.names)
+    if isinstance(node, ast.Name):
+        return node.id == name and not isinstance(node.ctx, ast.Load)
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return name in node.names
+    if isinstance(node, ast.arg):
+        return node.arg == name
+    if isinstance(node, ast.MatchMapping):
+        return node.rest == name
+    if isinstance(node, ast.alias):  # its import statement binds
         return False
-    return any(node.lineno > first_import_end for node in _module_scope_reads(tree.body, name))
+    return getattr(node, "name", None) == name  # def, class, except ... as, match captures
+
+
+def _nested_scope_nodes(tree: ast.Module) -> Iterator[ast.AST]:
+    """The nodes of function, class, lambda and comprehension bodies (for a comprehension, its
+    result expressions), annotations and ``match`` patterns left out."""
+    stack: list[tuple[ast.AST, bool]] = [(node, False) for node in tree.body]
+    while stack:
+        node, nested = stack.pop()
+        if isinstance(node, ast.pattern):
+            continue
+        if nested:
+            yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stack.extend((child, True) for child in node.body)
+        elif isinstance(node, ast.Lambda):
+            stack.append((node.body, True))
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            stack.append((node.elt, True))
+        elif isinstance(node, ast.DictComp):
+            stack.extend(((node.key, True), (node.value, True)))
+        elif isinstance(node, ast.AnnAssign):
+            stack.extend((child, nested) for child in (node.target, node.value) if child)
+        else:
+            stack.extend((child, nested) for child in ast.iter_child_nodes(node))
 
 
 def _binds(alias: ast.alias, name: str) -> bool:
@@ -124,22 +204,31 @@ def _binds(alias: ast.alias, name: str) -> bool:
     return _bound_name(alias.name, None, alias.asname) == name
 
 
-def _module_scope_reads(nodes: Iterable[ast.AST], name: str) -> Iterator[ast.Name]:
-    stack = list(nodes)
+def _scopes(tree: ast.Module) -> Iterator[ast.AST]:
+    """The module and every class and function in it (lambdas and comprehensions hold no
+    imports)."""
+    yield tree
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node
+
+
+def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``scope``'s body that run in that scope, annotations and ``match`` patterns
+    left out; a nested class or function is left out whole, decorators and defaults too."""
+    stack = list(scope.body)
     while stack:
         node = stack.pop()
-        if isinstance(node, _OTHER_SCOPES):
+        if isinstance(node, (*_OTHER_SCOPES, ast.pattern)):
             continue
-        if isinstance(node, ast.Name):
-            if node.id == name and isinstance(node.ctx, ast.Load):
-                yield node
-            continue
+        yield node
         if isinstance(node, ast.AnnAssign):
             stack.extend(child for child in (node.target, node.value) if child is not None)
-            continue
-        stack.extend(ast.iter_child_nodes(node))
+        else:
+            stack.extend(ast.iter_child_nodes(node))
 
 
+_IMPORTS = (ast.Import, ast.ImportFrom)
 _OTHER_SCOPES = (
     ast.FunctionDef,
     ast.AsyncFunctionDef,

@@ -177,8 +177,8 @@ def _two_contexts(request, requests) -> list[CodemodContext]:
 
 XM = ("torch_xla.core.xla_model", None, "xm")
 # (source, imports asked to be removed, whether the text tells, for each name they bind, that it
-# is unused (it appears only in top-level import statements) or used (read by module-level code
-# after its first import), so that the remover need not analyse the whole module)
+# is unused (it appears only in top-level import statements) or used (each scope importing it
+# reads it after its first import there), so that the remover need not analyse the whole module)
 REMOVALS = [
     ("import torch_xla.core.xla_model as xm\nimport torch\n\ntorch.ones(2)\n", [XM], True),
     (
@@ -190,7 +190,7 @@ REMOVALS = [
     ("import torch\nimport torch.cuda\n\nx = 1\n", [("torch.cuda", None, None)], True),
     ("import torch\nimport torch.cuda\n\nx = torch.ones(1)\n", [("torch.cuda", None, None)], True),
     ("x = torch.ones(1)\nimport torch.cuda\n", [("torch.cuda", None, None)], False),
-    ("import torch\n\n\ndef f():\n    return torch.ones(1)\n", [("torch", None, None)], False),
+    ("import torch\n\n\ndef f():\n    return torch.ones(1)\n", [("torch", None, None)], True),
     ("import torch\n\nx: torch.Tensor\n", [("torch", None, None)], False),
     (
         "import torch, torch_xla.core.xla_model as xm\n\nx = torch.ones(1)\n",
@@ -219,9 +219,105 @@ REMOVALS = [
     ("import torch_xla.core.xla_model as xm\nxm.sync()\n", [XM, XM], True),  # asked twice
     ("import torch_xla.core.xla_model as xm\nimport os\nos.sep\n", [XM, ("os", None, None)], True),
     ("import torch_xla.core.xla_model as xm\nimport os\nos.sep\nxm.sync\n", [XM], True),
-    ("import torch_xla.core.xla_model as xm\n\n\ndef f():\n    xm.sync()\n", [XM], False),
+    ("import torch_xla.core.xla_model as xm\n\n\ndef f():\n    xm.sync()\n", [XM], True),
     ('"""Docs."""\n# header\n\nimport torch_xla.core.xla_model as xm\n\n\nx = 1\n', [XM], True),
     ("from . import xm\nimport torch_xla.core.xla_model as xm\n", [XM], True),
+    # imports inside blocks and functions: each scope that imports the name must read it after
+    (
+        "try:\n    import torch\nexcept ImportError:\n    pass\nx = torch\n",
+        [("torch", None, None)],
+        True,
+    ),
+    ("if X:\n    import torch\nx = torch\n", [("torch", None, None)], True),
+    (
+        "import torch\n\n\ndef f():\n    import torch.cuda\n\n    return torch.cuda\n\n\nx = torch\n",
+        [("torch", None, None), ("torch.cuda", None, None)],
+        True,
+    ),
+    (
+        "def f():\n    import torch.cuda\n\n    return torch.cuda\n",
+        [("torch.cuda", None, None)],
+        True,
+    ),
+    (
+        "def f():\n    import torch.cuda\n\n    return 1\n\n\nx = torch\n",
+        [("torch.cuda", None, None)],
+        False,
+    ),
+    (
+        "def f():\n    import torch.cuda\n\n    def g():\n        return torch\n",
+        [("torch", None, None)],
+        False,
+    ),
+    ("def f():\n    x = torch\n    import torch\n", [("torch", None, None)], False),
+    ("def f():\n    import torch\n    y: torch.Tensor\n", [("torch", None, None)], False),
+    (
+        "def f():\n    import torch\n    return [torch for _ in ()]\n",
+        [("torch", None, None)],
+        False,
+    ),
+    (
+        "def f():\n    import torch\n\n    @torch.jit\n    def g():\n        pass\n",
+        [("torch", None, None)],
+        False,
+    ),
+    (
+        "def f():\n    global torch\n    import torch\n    return torch\n",
+        [("torch", None, None)],
+        True,
+    ),
+    ("class A:\n    import torch\n\n    t = torch\n", [("torch", None, None)], True),
+    (
+        "class A:\n    import torch\n\n    def f(self):\n        return torch\n",
+        [("torch", None, None)],
+        False,
+    ),
+    (
+        "import torch\nx = torch\n\n\nclass A:\n    def f(self):\n        from torch import cuda as torch\n",
+        [("torch", None, None), ("torch", "cuda", "torch")],
+        False,
+    ),
+    (
+        "import torch\nmatch x:\n    case torch.int8:\n        pass\n",
+        [("torch", None, None)],
+        False,
+    ),
+    # bound only by module-level imports, read from a nested scope: in any order
+    ("def f():\n    return torch\n\n\nimport torch\n", [("torch", None, None)], True),
+    (
+        "try:\n    import torch\nexcept ImportError:\n    pass\nf = lambda: torch\n",
+        [("torch", None, None)],
+        True,
+    ),
+    ("import torch\n\n\nclass A:\n    t = torch\n", [("torch", None, None)], True),
+    ("import torch\n\nx = [torch for _ in ()]\n", [("torch", None, None)], True),
+    ("import torch\n\nx = [1 for _ in torch]\n", [("torch", None, None)], False),
+    ("import torch\n\n\n@torch.jit\ndef f():\n    pass\n", [("torch", None, None)], False),
+    ("import torch\n\n\ndef f(torch=torch):\n    pass\n", [("torch", None, None)], False),
+    ("import torch\n\n\ndef f(torch):\n    return torch\n", [("torch", None, None)], False),
+    (
+        "import torch\n\n\ndef f():\n    torch = 1\n    return torch\n",
+        [("torch", None, None)],
+        False,
+    ),
+    (
+        "import torch\n\n\ndef f():\n    global torch\n    return torch\n",
+        [("torch", None, None)],
+        False,
+    ),
+    ("import torch\n\n\nclass torch:\n    x = torch\n", [("torch", None, None)], False),
+    (
+        "import torch\n\n\ndef f():\n    return [1 for torch in ()]\n",
+        [("torch", None, None)],
+        False,
+    ),
+    ("import torch\ndel torch\n\n\ndef f():\n    return torch\n", [("torch", None, None)], False),
+    ("from a import torch\n\n\ndef f():\n    return torch\n", [("a", "torch", None)], True),
+    (
+        "from torch import cuda as t\n\n\ndef f():\n    return torch\n",
+        [("torch", "cuda", "t")],
+        True,
+    ),
 ]
 
 
