@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import replace
-from typing import Iterable, Iterator
+from typing import Iterable
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -59,6 +59,7 @@ def with_imports_removed(module: cst.Module, context: CodemodContext) -> cst.Mod
     code = module.code
     statements = _top_level_statements_with_imports(module)
     tree: ast.Module | None = None
+    scoped: list[tuple[ast.AST, ast.AST]] = []
     unused, statements_to_visit = [], set()
     for name in dict.fromkeys(_bound_name(*request) for request in requests):
         word = _word(name)
@@ -72,7 +73,10 @@ def with_imports_removed(module: cst.Module, context: CodemodContext) -> cst.Mod
             continue
         if tree is None:
             tree = _parsed(code)
-        if tree is None or not _is_used(tree, name):
+            if tree is None:
+                return None
+            scoped = _nodes_in_scopes(tree)  # once per module, whatever the names asked about
+        if not _is_used(tree, scoped, name):
             return None
     if not unused:
         return module
@@ -101,49 +105,45 @@ def _parsed(code: str) -> ast.Module | None:
         return None
 
 
-def _is_used(tree: ast.Module, name: str) -> bool:
-    return _read_after_its_imports(tree, name) or _global_read_in_a_nested_scope(tree, name)
+def _is_used(tree: ast.Module, scoped: list[tuple[ast.AST, ast.AST]], name: str) -> bool:
+    return _read_after_its_imports(scoped, name) or _global_read_in_a_nested_scope(
+        tree, scoped, name
+    )
 
 
-def _read_after_its_imports(tree: ast.Module, name: str) -> bool:
+def _read_after_its_imports(scoped: list[tuple[ast.AST, ast.AST]], name: str) -> bool:
     """In each scope (module, class, function) whose own code imports ``name``, that code reads
-    ``name`` on a line after the first of those imports (not in a nested scope, an annotation or
-    a ``match`` pattern).
+    ``name`` on a line after the first of those imports.
 
     libcst links a read to the bindings made before it in its own scope, so the first import of
     each such scope is referenced, and the remover keeps every import of a name whose scope has a
     referenced one.
     """
-    imported = False
-    for scope in _scopes(tree):
-        own = list(_own_nodes(scope))
-        first_import_end = min(
-            (
-                node.end_lineno
-                for node in own
-                if isinstance(node, _IMPORTS) and any(_binds(alias, name) for alias in node.names)
-            ),
-            default=None,
-        )
-        if first_import_end is None:
-            continue
-        imported = True
-        if not any(
-            isinstance(node, ast.Name)
-            and node.id == name
-            and isinstance(node.ctx, ast.Load)
-            and node.lineno > first_import_end
-            for node in own
-        ):
-            return False
-    return imported
+    first_import_end: dict[ast.AST, int] = {}
+    for scope, node in scoped:
+        if isinstance(node, _IMPORTS) and any(_binds(alias, name) for alias in node.names):
+            first_import_end[scope] = min(
+                node.end_lineno, first_import_end.get(scope, node.end_lineno)
+            )
+    read_after = {
+        scope
+        for scope, node in scoped
+        if _reads(node, name)
+        and scope in first_import_end
+        and node.lineno > first_import_end[scope]
+    }
+    return bool(first_import_end) and read_after == first_import_end.keys()
 
 
-def _global_read_in_a_nested_scope(tree: ast.Module, name: str) -> bool:
+def _global_read_in_a_nested_scope(
+    tree: ast.Module, scoped: list[tuple[ast.AST, ast.AST]], name: str
+) -> bool:
     """Nothing binds ``name`` but imports in the module's own scope, and code in a function,
     class, lambda or comprehension body reads it: that read finds the module's bindings, and
     libcst links a read from another scope to all of them, whatever their order."""
-    module_imports = {id(node) for node in _own_nodes(tree) if isinstance(node, _IMPORTS)}
+    module_imports = {
+        id(node) for scope, node in scoped if scope is tree and isinstance(node, _IMPORTS)
+    }
     imported = False
     for node in ast.walk(tree):
         if not _is_binding(node, name):
@@ -151,10 +151,11 @@ def _global_read_in_a_nested_scope(tree: ast.Module, name: str) -> bool:
         if id(node) not in module_imports:
             return False
         imported = True
-    return imported and any(
-        isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
-        for node in _nested_scope_nodes(tree)
-    )
+    return imported and any(scope is not tree and _reads(node, name) for scope, node in scoped)
+
+
+def _reads(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
 
 
 def _is_binding(node: ast.AST, name: str) -> bool:
@@ -174,28 +175,32 @@ def _is_binding(node: ast.AST, name: str) -> bool:
     return getattr(node, "name", None) == name  # def, class, except ... as, match captures
 
 
-def _nested_scope_nodes(tree: ast.Module) -> Iterator[ast.AST]:
-    """The nodes of function, class, lambda and comprehension bodies (for a comprehension, its
-    result expressions), annotations and ``match`` patterns left out."""
-    stack: list[tuple[ast.AST, bool]] = [(node, False) for node in tree.body]
+def _nodes_in_scopes(tree: ast.Module) -> list[tuple[ast.AST, ast.AST]]:
+    """(scope, node) for the nodes of ``tree`` and the scope each runs in: the module, or the
+    function, class, lambda or comprehension whose body (for a comprehension, its result
+    expressions) holds it. Left out, so that nothing is concluded from them: annotations,
+    ``match`` patterns, decorators, defaults, base classes and a comprehension's ``for`` and
+    ``if`` clauses."""
+    found: list[tuple[ast.AST, ast.AST]] = []
+    stack: list[tuple[ast.AST, ast.AST]] = [(tree, node) for node in tree.body]
     while stack:
-        node, nested = stack.pop()
+        scope, node = stack.pop()
         if isinstance(node, ast.pattern):
             continue
-        if nested:
-            yield node
+        found.append((scope, node))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            stack.extend((child, True) for child in node.body)
+            stack.extend((node, child) for child in node.body)
         elif isinstance(node, ast.Lambda):
-            stack.append((node.body, True))
+            stack.append((node, node.body))
         elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
-            stack.append((node.elt, True))
+            stack.append((node, node.elt))
         elif isinstance(node, ast.DictComp):
-            stack.extend(((node.key, True), (node.value, True)))
+            stack.extend(((node, node.key), (node, node.value)))
         elif isinstance(node, ast.AnnAssign):
-            stack.extend((child, nested) for child in (node.target, node.value) if child)
+            stack.extend((scope, child) for child in (node.target, node.value) if child)
         else:
-            stack.extend((child, nested) for child in ast.iter_child_nodes(node))
+            stack.extend((scope, child) for child in ast.iter_child_nodes(node))
+    return found
 
 
 def _binds(alias: ast.alias, name: str) -> bool:
@@ -204,41 +209,7 @@ def _binds(alias: ast.alias, name: str) -> bool:
     return _bound_name(alias.name, None, alias.asname) == name
 
 
-def _scopes(tree: ast.Module) -> Iterator[ast.AST]:
-    """The module and every class and function in it (lambdas and comprehensions hold no
-    imports)."""
-    yield tree
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            yield node
-
-
-def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of ``scope``'s body that run in that scope, annotations and ``match`` patterns
-    left out; a nested class or function is left out whole, decorators and defaults too."""
-    stack = list(scope.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (*_OTHER_SCOPES, ast.pattern)):
-            continue
-        yield node
-        if isinstance(node, ast.AnnAssign):
-            stack.extend(child for child in (node.target, node.value) if child is not None)
-        else:
-            stack.extend(ast.iter_child_nodes(node))
-
-
 _IMPORTS = (ast.Import, ast.ImportFrom)
-_OTHER_SCOPES = (
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.ClassDef,
-    ast.Lambda,
-    ast.ListComp,
-    ast.SetComp,
-    ast.DictComp,
-    ast.GeneratorExp,
-)
 
 
 def _bound_name(module: str, obj: str | None, asname: str | None) -> str:
