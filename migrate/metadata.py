@@ -15,11 +15,13 @@ import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Iterator
 
 import libcst as cst
 from libcst.codemod import Codemod
 from libcst.metadata import (
+    BatchableMetadataProvider,
     MetadataWrapper,
     ParentNodeProvider,
     QualifiedName,
@@ -75,9 +77,34 @@ class SharedMetadata:
             metadata: Mapping = _QualifiedNames(
                 self.resolved(ScopeProvider), self.resolved(ParentNodeProvider)
             )
+        elif _visits_only_the_module(provider):
+            metadata = self._whole_module_metadata(provider)
         else:
             metadata = self._wrapper.resolve(provider)
         self._resolved[provider] = metadata
+        return metadata
+
+    def _whole_module_metadata(self, provider: type) -> Mapping:
+        """What ``MetadataWrapper.resolve(provider)`` gives, for a provider that does all its
+        work in ``visit_Module`` (scopes, expression contexts: each walks the tree with its own
+        visitor from there).
+
+        libcst resolves a batchable provider by walking the whole tree and calling its visit
+        methods on the way; after ``visit_Module`` that walk only costs, and it was about 40% of
+        resolving the scopes of a large file. Calling ``visit_Module`` on its own gives the same
+        metadata: the walk has nothing else to call.
+        """
+        wrapper = self._wrapper
+        computed = getattr(wrapper, "_metadata", None)
+        if not isinstance(computed, dict):  # (a private detail of libcst, as in _wrapper_of)
+            return wrapper.resolve(provider)
+        for dependency in provider.METADATA_DEPENDENCIES:
+            self.resolved(dependency)  # in the wrapper too, where ``instance.resolve`` looks
+        instance = provider()
+        with instance.resolve(wrapper):
+            instance.visit_Module(wrapper.module)
+        metadata = MappingProxyType(dict(instance._computed))
+        computed[provider] = metadata  # what libcst's own visitors (the import fixers) read
         return metadata
 
     def advance(self, new_module: cst.Module, edited: bool) -> cst.Module:
@@ -195,6 +222,16 @@ def _parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode] | None:
                     parents[child] = node
                     pending.append(child)
     return parents
+
+
+@functools.cache
+def _visits_only_the_module(provider: type) -> bool:
+    """A batchable provider whose only visit method is ``visit_Module`` (see
+    ``SharedMetadata._whole_module_metadata``); a provider that needs a cache is left to
+    libcst."""
+    if not issubclass(provider, BatchableMetadataProvider) or provider.gen_cache is not None:
+        return False
+    return set(provider().get_visitors()) == {"visit_Module"}
 
 
 @functools.cache

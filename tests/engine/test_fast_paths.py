@@ -10,6 +10,7 @@ import pytest
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import (
+    ExpressionContextProvider,
     MetadataWrapper,
     ParentNodeProvider,
     QualifiedNameProvider,
@@ -27,7 +28,13 @@ from codemods._base import (
 from codemods.testing import apply_rule, case_id
 from migrate import engine, imports
 from migrate.engine import Selection, rules_that_may_act, run_pipeline
-from migrate.metadata import _parents, _QualifiedNames, _wrapper_of
+from migrate.metadata import (
+    SharedMetadata,
+    _parents,
+    _QualifiedNames,
+    _visits_only_the_module,
+    _wrapper_of,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -68,6 +75,41 @@ def test_qualified_names_on_demand_are_libcsts(path):
         assert on_demand[node] == expected
     with pytest.raises(KeyError):
         on_demand[cst.Name("outside")]
+
+
+STRING_ANNOTATIONS = (
+    "import torch\n\n\ndef f(x: 'torch.Tensor') -> 'Optional[torch.Tensor]':\n"
+    "    y: 'torch.Tensor' = x\n    return y\n"
+)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [path.read_text(encoding="utf-8") for path in _sample_sources()] + [STRING_ANNOTATIONS],
+    ids=[path.name for path in _sample_sources()] + ["string annotations"],
+)
+def test_scopes_resolved_from_visit_module_are_libcsts(source):
+    """The engine calls the scope and expression-context providers' ``visit_Module`` instead of
+    libcst's walk over the whole tree: the same scopes and contexts for every node of the tree
+    (string annotations are parsed anew each time, so their nodes are not compared)."""
+    reference = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
+    expected_scopes = reference.resolve(ScopeProvider)
+    expected_contexts = reference.resolve(ExpressionContextProvider)
+    shared = SharedMetadata(reference.module)
+    scopes = shared.resolved(ScopeProvider)
+    contexts = shared.resolved(ExpressionContextProvider)
+    assert shared._wrapper._metadata[ScopeProvider] is scopes  # what libcst's visitors read
+    nodes = list(walk_all(reference.module))
+    assert {n for n in nodes if n in scopes} == {n for n in nodes if n in expected_scopes}
+    assert {n: contexts.get(n) for n in nodes} == {n: expected_contexts.get(n) for n in nodes}
+    for node in nodes:
+        got, expected = scopes.get(node), expected_scopes.get(node)
+        assert type(got) is type(expected)
+        if expected is None:
+            continue
+        assert getattr(got, "node", None) is getattr(expected, "node", None)
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            assert got.get_qualified_names_for(node) == expected.get_qualified_names_for(node)
 
 
 ALL_CASES = [
@@ -341,6 +383,8 @@ def test_the_libcst_internals_relied_on_are_there():
     assert wrapper.resolve(ParentNodeProvider) is wrapper._metadata[ParentNodeProvider]
     assert wrapper.resolve(ParentNodeProvider)[module.body[0]] is module
     assert isinstance(wrapper._metadata[ParentNodeProvider], dict)  # ours, not recomputed
+    assert _visits_only_the_module(ScopeProvider)  # else libcst's slower walk is taken
+    assert _visits_only_the_module(ExpressionContextProvider)
 
     @m.visit(m.Name())
     def on_name(self, node):
