@@ -98,6 +98,8 @@ class SharedMetadata:
         computed = getattr(wrapper, "_metadata", None)
         if not isinstance(computed, dict):  # (a private detail of libcst, as in _wrapper_of)
             return wrapper.resolve(provider)
+        if provider in computed:  # the parents, from _wrapper_of
+            return computed[provider]
         for dependency in provider.METADATA_DEPENDENCIES:
             self.resolved(dependency)  # in the wrapper too, where ``instance.resolve`` looks
         instance = provider()

@@ -383,6 +383,8 @@ def test_the_libcst_internals_relied_on_are_there():
     assert wrapper.resolve(ParentNodeProvider) is wrapper._metadata[ParentNodeProvider]
     assert wrapper.resolve(ParentNodeProvider)[module.body[0]] is module
     assert isinstance(wrapper._metadata[ParentNodeProvider], dict)  # ours, not recomputed
+    shared = SharedMetadata(module)
+    assert shared.resolved(ParentNodeProvider) is shared._wrapper._metadata[ParentNodeProvider]
     assert _visits_only_the_module(ScopeProvider)  # else libcst's slower walk is taken
     assert _visits_only_the_module(ExpressionContextProvider)
 
