@@ -85,8 +85,8 @@ STRING_ANNOTATIONS = (
 
 @pytest.mark.parametrize(
     "source",
-    [path.read_text(encoding="utf-8") for path in _sample_sources()] + [STRING_ANNOTATIONS],
-    ids=[path.name for path in _sample_sources()] + ["string annotations"],
+    [pytest.param(path.read_text(encoding="utf-8"), id=path.name) for path in _sample_sources()]
+    + [pytest.param(STRING_ANNOTATIONS, id="string annotations")],
 )
 def test_scopes_resolved_from_visit_module_are_libcsts(source):
     """The engine calls the scope and expression-context providers' ``visit_Module`` instead of
