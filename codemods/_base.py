@@ -9,7 +9,6 @@ at the end.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import re
 import textwrap
@@ -34,6 +33,7 @@ from libcst.metadata import (
 )
 
 from ._facts import FileFacts
+from ._traversal import children_of, visit_without_copying
 
 MARKER_PREFIX = "# TODO(tpu-migrate):"
 # What libcst's matcher decorators (``@m.visit``, ``@m.call_if_inside``...) set on a method.
@@ -419,6 +419,10 @@ class TpuCodemod(VisitorBasedCodemodCommand):
                 return None
         return None
 
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        # libcst's visit order, without copying the nodes the rule leaves alone
+        return visit_without_copying(tree, self)
+
     # ----------------------------------------------------------------- suppressions
     def on_visit(self, node) -> bool:
         if isinstance(node, cst.Module):
@@ -682,67 +686,6 @@ def with_keyword_argument(call: cst.Call, keyword: str, value: cst.BaseExpressio
     )
     new_arg = new_arg.with_changes(whitespace_after_arg=last.whitespace_after_arg)
     return call.with_changes(args=[*args, new_arg])
-
-
-def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """``node.children``, read from the node's fields in the order libcst visits them.
-
-    libcst's ``children`` rebuilds the node through a visitor to find them; the field order is
-    learnt from that same visit once per node type instead, which is many times cheaper. A few
-    fields are visited only when set (an f-string's ``format_spec``): a node holding one teaches
-    the longer order, or, if two nodes disagree, gets libcst's answer."""
-    known = _FIELD_ORDER.get(type(node)) or _learn_field_order(node)
-    if known is not None and any(_holds_nodes(getattr(node, f)) for f in known[1]):
-        known = _learn_field_order(node)
-    if known is None:
-        return list(node.children)
-    children: list[cst.CSTNode] = []
-    for name in known[0]:
-        value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            children.append(value)
-        elif isinstance(value, (tuple, list)):
-            children.extend(item for item in value if isinstance(item, cst.CSTNode))
-    return children
-
-
-def _learn_field_order(node: cst.CSTNode) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """(fields visited, in order; the other fields) as this node's visit shows them."""
-    recorder = _FieldOrderRecorder()
-    node._visit_and_replace_children(recorder)
-    order = tuple(dict.fromkeys(recorder.fields))
-    previous = _FIELD_ORDER.get(type(node))
-    if previous is not None and not set(previous[0]) <= set(order):
-        return None
-    others = tuple(f.name for f in dataclasses.fields(node) if f.name not in order)
-    _FIELD_ORDER[type(node)] = (order, others)
-    return order, others
-
-
-def _holds_nodes(value: object) -> bool:
-    return isinstance(value, cst.CSTNode) or (
-        isinstance(value, (tuple, list)) and any(isinstance(v, cst.CSTNode) for v in value)
-    )
-
-
-_FIELD_ORDER: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-
-
-class _FieldOrderRecorder(cst.CSTVisitor):
-    """The names of the fields a node's visit goes through, in order (children not entered)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fields: list[str] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        return False
-
-    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        self.fields.append(attribute)
-
-    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
-        pass
 
 
 def walk_all(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

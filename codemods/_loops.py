@@ -15,7 +15,7 @@ from typing import Iterable, Iterator, Sequence
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
-from ._base import TpuCodemod, dotted_name, walk_all, walk_pruned
+from ._base import TpuCodemod, children_of, dotted_name, walk_all, walk_pruned
 from ._facts import FileFacts
 
 DATA_LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
@@ -192,7 +192,44 @@ class ModuleIndex:
         self.for_loops: list[cst.For] = []
         self.functions: list[cst.FunctionDef] = []
         self._callees: dict[tuple[bool, str], list[cst.Call]] | None = None
-        module.visit(_Collector(self))
+        self._collect()
+
+    def _collect(self) -> None:
+        """The one walk: each node with its parent, the function (or module) that owns the
+        code it is in, and the class around it."""
+        pending: list[tuple] = [(self.module, None, self.module, None)]
+        while pending:
+            node, parent, owner, cls = pending.pop()
+            if parent is not None:
+                self.parents[id(node)] = parent
+            if isinstance(node, cst.Call):
+                self.calls.append(node)
+            elif isinstance(node, cst.For):
+                self.for_loops.append(node)
+            elif isinstance(node, cst.FunctionDef):
+                self.functions.append(node)
+                owner = node
+            elif isinstance(node, cst.ClassDef):
+                cls = node
+            elif isinstance(node, cst.SimpleStatementLine):
+                for small in node.body:
+                    for target, value in assigned_pairs(small):
+                        self._record(Binding(node, target, value, owner), cls)
+            pending.extend((child, node, owner, cls) for child in reversed(children_of(node)))
+
+    def _record(self, binding: Binding, cls: cst.ClassDef | None) -> None:
+        self.all_bindings.append(binding)
+        target = binding.target
+        if isinstance(target, cst.Name):
+            self.bindings[id(target)] = binding
+        elif (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == "self"
+            and isinstance(binding.owner, cst.FunctionDef)
+            and cls is not None
+        ):
+            self.self_bindings.setdefault((id(cls), target.attr.value), []).append(binding)
 
     # ------------------------------------------------------------------ tree navigation
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
@@ -435,51 +472,6 @@ class ModuleIndex:
             if target and calls(self.rule, binding.value, XLA_DEVICE_CALLS):
                 names.add(target)
         return names
-
-
-class _Collector(cst.CSTVisitor):
-    def __init__(self, index: ModuleIndex) -> None:
-        self.index = index
-        self.stack: list[cst.CSTNode] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.stack:
-            self.index.parents[id(node)] = self.stack[-1]
-        self.stack.append(node)
-        if isinstance(node, cst.Call):
-            self.index.calls.append(node)
-        elif isinstance(node, cst.For):
-            self.index.for_loops.append(node)
-        elif isinstance(node, cst.FunctionDef):
-            self.index.functions.append(node)
-        elif isinstance(node, cst.SimpleStatementLine):
-            for small in node.body:
-                for target, value in assigned_pairs(small):
-                    self._record(node, target, value)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.stack.pop()
-
-    def _record(self, statement: cst.SimpleStatementLine, target, value) -> None:
-        index = self.index
-        owner = next(
-            (n for n in reversed(self.stack) if isinstance(n, (cst.FunctionDef, cst.Module))),
-            index.module,
-        )
-        binding = Binding(statement, target, value, owner)
-        index.all_bindings.append(binding)
-        if isinstance(target, cst.Name):
-            index.bindings[id(target)] = binding
-        elif (
-            isinstance(target, cst.Attribute)
-            and isinstance(target.value, cst.Name)
-            and target.value.value == "self"
-            and isinstance(owner, cst.FunctionDef)
-        ):
-            cls = next((n for n in reversed(self.stack) if isinstance(n, cst.ClassDef)), None)
-            if cls is not None:
-                index.self_bindings.setdefault((id(cls), target.attr.value), []).append(binding)
 
 
 def assigned_pairs(small: cst.BaseSmallStatement) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:

@@ -12,6 +12,7 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 from ._facts import FileFacts
 from ._base import TORCH_XLA, Invalid, Safety, TpuCodemod, Valid, code_of, dotted_name, walk_all
 from ._statements import AppliesStatementEdits, Replacement
+from ._traversal import visit_without_copying
 
 # Calls whose truth means "the CUDA-class accelerator is there": the migrated script takes that path.
 ACCELERATOR_TESTS = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
@@ -714,7 +715,7 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         if not self.imports_module("torch"):
             return False
         collector = _Collector()
-        node.visit(collector)
+        visit_without_copying(node, collector)
         self._active = not collector.defines_cuda_api
         if not self._active:
             return False

@@ -22,6 +22,7 @@ from ._base import (
     statement_call,
 )
 from ._statements import AppliesStatementEdits, Replacement
+from ._traversal import visit_without_copying
 
 XLA_BACKEND = ImportSpec("torch_xla.distributed.xla_backend")
 INIT_PROCESS_GROUP = ("torch.distributed.init_process_group",)
@@ -476,7 +477,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
                 if rule.is_name(call.func, *INIT_PROCESS_GROUP):
                     rule._plan_backend_variable_removal(call)
 
-        node.visit(InitFinder())
+        visit_without_copying(node, InitFinder())
 
     def _plan_entry_point(self, module: cst.Module) -> None:
         functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
@@ -521,7 +522,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
                     target = node.args[0].value if node.args else None
                     found.append(target.value if isinstance(target, cst.Name) else "")
 
-        module.visit(Finder())
+        visit_without_copying(module, Finder())
         return found
 
     def _moves_devices(self) -> bool:
@@ -544,7 +545,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
                     if self.is_name(node.func, *INIT_PROCESS_GROUP):
                         inits.append(node)
 
-            function.visit(Collector())
+            visit_without_copying(function, Collector())
             calls[name] = called
             if inits:
                 direct.add(name)
@@ -1046,7 +1047,7 @@ def _contains(tree: cst.CSTNode, target: cst.CSTNode) -> bool:
                 found = True
             return not found
 
-    tree.visit(Finder())
+    visit_without_copying(tree, Finder())
     return found
 
 

@@ -8,6 +8,7 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 from ._facts import FileFacts
 from ._base import XM, Invalid, Safety, TpuCodemod, Valid, code_of
 from ._statements import AppliesStatementEdits, Replacement
+from ._traversal import visit_without_copying
 
 SAVE = "torch.save"
 LOAD = "torch.load"
@@ -235,7 +236,7 @@ class Checkpoints(AppliesStatementEdits, TpuCodemod):
     # ------------------------------------------------------------------ pre-scan
     def visit_Module(self, node: cst.Module) -> None:
         collector = _CallCollector()
-        node.visit(collector)
+        visit_without_copying(node, collector)
         self._quote = collector.quote
         self._calls_by_name = collector.by_name
         # Helpers are known before any call site is visited, wherever they are defined.

@@ -1,0 +1,201 @@
+"""How the rules walk a tree: libcst's own visit order, without libcst's cost of copying it.
+
+libcst's ``CSTNode.visit`` rebuilds every node it enters, through the node's constructor and its
+validation, even when the visitor changes nothing: over 71 torch files, a pass that changes
+nothing took 2.5 s where reading the same nodes took 1.1 s. ``visit_without_copying`` calls
+the same visitor methods in the same order, but a node none of whose children changed is kept
+as it is. A node with a changed child is rebuilt by libcst itself (its
+``_visit_and_replace_children``, fed the children's results), so removals, flattening and each
+node type's own rules are libcst's.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+from collections import deque
+from typing import Union
+
+import libcst as cst
+
+VisitResult = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
+
+
+def visit_without_copying(
+    node: cst.CSTNode, visitor: cst.CSTTransformer | cst.CSTVisitor
+) -> VisitResult:
+    """``node.visit(visitor)``, except that unchanged nodes are the nodes given, not copies."""
+    if visitor.on_visit(node):
+        updated = _visit_children(node, visitor)
+    else:
+        updated = node
+    if isinstance(visitor, cst.CSTVisitor):
+        visitor.on_leave(node)
+        return node
+    result = visitor.on_leave(node, updated)
+    if not isinstance(result, (cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel)):
+        raise cst.CSTValidationError(
+            "Expected a node of type CSTNode or a RemovalSentinel, "
+            + f"but got a return value of {type(result).__name__}"
+        )
+    return result
+
+
+def _visit_children(node: cst.CSTNode, visitor: cst.CSTTransformer | cst.CSTVisitor) -> cst.CSTNode:
+    fields = visited_fields(node)
+    if fields is None:  # an order libcst's visits disagree on: let libcst walk this node
+        return node._visit_and_replace_children(visitor)
+    results: list[tuple[cst.CSTNode, VisitResult]] = []
+    for name in fields.order:
+        value = getattr(node, name)
+        if value is None and name in fields.skipped_when_none:
+            continue
+        visitor.on_visit_attribute(node, name)
+        if isinstance(value, cst.CSTNode):
+            results.append((value, visit_without_copying(value, visitor)))
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    results.append((item, visit_without_copying(item, visitor)))
+        visitor.on_leave_attribute(node, name)
+    if all(child is result for child, result in results):
+        return node
+    replay = _Replay(results)
+    rebuilt = node._visit_and_replace_children(replay)
+    replay.check_all_used(node)
+    return rebuilt
+
+
+class _Replay(cst.CSTTransformer):
+    """Hands libcst's rebuilding of one node the results its children already have, in the
+    order libcst asks for them (a node may hold the same child object twice)."""
+
+    def __init__(self, results: list[tuple[cst.CSTNode, VisitResult]]) -> None:
+        super().__init__()
+        self._pending = deque(results)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return False
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> VisitResult:
+        if not self._pending or self._pending[0][0] is not original_node:
+            raise RuntimeError(
+                f"{type(original_node).__name__} visited out of the order it was learnt in"
+            )
+        return self._pending.popleft()[1]
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+    def check_all_used(self, parent: cst.CSTNode) -> None:
+        if self._pending:
+            raise RuntimeError(f"a child of {type(parent).__name__} was not revisited")
+
+
+def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """``node.children``, read from the node's fields in the order libcst visits them.
+
+    libcst's ``children`` rebuilds the node through a visitor to find them; reading the fields
+    ``visited_fields`` names is many times cheaper."""
+    fields = visited_fields(node)
+    if fields is None:
+        return list(node.children)
+    children: list[cst.CSTNode] = []
+    for name in fields.order:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            children.append(value)
+        elif isinstance(value, (tuple, list)):
+            children.extend(item for item in value if isinstance(item, cst.CSTNode))
+    return children
+
+
+@dataclasses.dataclass(frozen=True)
+class VisitedFields:
+    order: tuple[str, ...]  # the fields libcst's visit goes through, in order
+    others: tuple[str, ...]  # the node's other fields
+    skipped_when_none: frozenset[str]  # fields of ``order`` not visited at all when None
+
+
+def visited_fields(node: cst.CSTNode) -> VisitedFields | None:
+    """The fields libcst's visit of ``node`` goes through; None if not known.
+
+    They are learnt from that same visit once per node type. A few fields are visited only when
+    set (an f-string's ``format_spec``): a node holding one teaches the longer order, or, if two
+    nodes disagree, gets None."""
+    known = _FIELD_ORDER.get(type(node)) or _learn_field_order(node)
+    if known is not None and any(_holds_nodes(getattr(node, f)) for f in known.others):
+        known = _learn_field_order(node)
+    return known
+
+
+def _learn_field_order(node: cst.CSTNode) -> VisitedFields | None:
+    order = _fields_visited(node)
+    previous = _FIELD_ORDER.get(type(node))
+    if previous is not None and not set(previous.order) <= set(order):
+        return None
+    others = tuple(f.name for f in dataclasses.fields(node) if f.name not in order)
+    skipped = {
+        name
+        for name in order
+        if name in _optional_fields(type(node)) and _skipped_when_none(node, name)
+    }
+    if previous is not None:
+        skipped |= previous.skipped_when_none
+    known = VisitedFields(order, others, frozenset(skipped))
+    _FIELD_ORDER[type(node)] = known
+    return known
+
+
+def _fields_visited(node: cst.CSTNode) -> tuple[str, ...]:
+    recorder = _FieldOrderRecorder()
+    node._visit_and_replace_children(recorder)
+    return tuple(dict.fromkeys(recorder.fields))
+
+
+def _skipped_when_none(node: cst.CSTNode, name: str) -> bool:
+    """Whether libcst's visit of ``node`` with ``name`` None would not go through ``name``."""
+    if getattr(node, name) is None:
+        return False  # it was just visited as None
+    probe = copy.copy(node)
+    object.__setattr__(probe, name, None)  # (a probe, never kept)
+    try:
+        return name not in _fields_visited(probe)
+    except Exception:  # a node that cannot be without it
+        return False
+
+
+def _holds_nodes(value: object) -> bool:
+    return isinstance(value, cst.CSTNode) or (
+        isinstance(value, (tuple, list)) and any(isinstance(v, cst.CSTNode) for v in value)
+    )
+
+
+_FIELD_ORDER: dict[type, VisitedFields] = {}
+
+
+@functools.cache
+def _optional_fields(node_type: type) -> frozenset[str]:
+    """The fields of ``node_type`` that are None unless set."""
+    return frozenset(f.name for f in dataclasses.fields(node_type) if f.default is None)
+
+
+class _FieldOrderRecorder(cst.CSTVisitor):
+    """The names of the fields a node's visit goes through, in order (children not entered)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fields: list[str] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return False
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        self.fields.append(attribute)
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        pass

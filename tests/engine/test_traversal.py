@@ -1,0 +1,283 @@
+"""Rules walk a tree as libcst's ``visit`` does, without copying the nodes they leave alone."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import libcst as cst
+import libcst.matchers as m
+import pytest
+from libcst.codemod import CodemodContext, SkipFile
+from libcst.codemod.visitors import AddImportsVisitor
+
+import codemods
+from codemods._base import FINDINGS_KEY, REWRITES_KEY, TpuCodemod
+from codemods._loops import ModuleIndex, assigned_pairs
+from codemods._traversal import visit_without_copying
+from codemods.testing import case_id
+from migrate.engine import Selection, run_pipeline
+
+REPO = Path(__file__).resolve().parents[2]
+
+ALL_CASES = [
+    pytest.param(rule, source, id=case_id(rule, kind, i))
+    for rule in codemods.PIPELINE
+    for kind, sources in (
+        ("valid", [case.source for case in rule.VALID]),
+        ("invalid", [case.before for case in rule.INVALID]),
+    )
+    for i, source in enumerate(sources)
+]
+
+
+def _with_libcsts_visit(monkeypatch) -> None:
+    monkeypatch.setattr(TpuCodemod, "transform_module_impl", lambda self, tree: tree.visit(self))
+
+
+def _rule_run(rule: type, source: str) -> tuple:
+    """Everything one pass of ``rule`` leaves: code, findings, rewrites, imports asked for."""
+    context = CodemodContext(filename="case.py")
+    try:
+        code = rule(context).transform_module(cst.parse_module(source)).code
+    except SkipFile:
+        code = None
+    return (
+        code,
+        context.scratch.get(FINDINGS_KEY, []),
+        dict(context.scratch.get(REWRITES_KEY, Counter())),
+        context.scratch.get(AddImportsVisitor.CONTEXT_KEY, []),
+    )
+
+
+@pytest.mark.parametrize("rule, source", ALL_CASES)
+def test_each_rule_does_what_it_does_under_libcsts_visit(rule, source, monkeypatch):
+    ours = _rule_run(rule, source)
+    _with_libcsts_visit(monkeypatch)
+    assert ours == _rule_run(rule, source)
+
+
+def _acted_on_sources() -> list[Path]:
+    """Torch files several rules act on (findings and rewrites), and the fixtures' projects."""
+    torch = pytest.importorskip("torch")
+    torch_dir = Path(torch.__file__).parent
+    picks = [
+        "_dynamo/repro/aoti.py",
+        "multiprocessing/reductions.py",
+        "cuda/_utils.py",
+        "testing/_internal/distributed/rpc/dist_optimizer_test.py",
+        "distributed/algorithms/ddp_comm_hooks/powerSGD_hook.py",
+    ]
+    fixtures = sorted((REPO / "fixtures").glob("*/before/**/*.py"))
+    return [torch_dir / p for p in picks if (torch_dir / p).exists()] + fixtures
+
+
+@pytest.mark.parametrize("path", _acted_on_sources(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_pipeline_gives_what_it_gives_under_libcsts_visit(path, monkeypatch):
+    text = path.read_text(encoding="utf-8")
+    selection = Selection.from_options()
+    ours = run_pipeline(cst.parse_module(text), text, selection, str(path))
+    _with_libcsts_visit(monkeypatch)
+    assert ours == run_pipeline(cst.parse_module(text), text, selection, str(path))
+
+
+class _Recorder(cst.CSTTransformer):
+    """Every call libcst makes on a transformer, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.calls.append(("visit", type(node).__name__, id(node)))
+        return True
+
+    def on_leave(self, original_node, updated_node):
+        self.calls.append(("leave", type(original_node).__name__, id(original_node)))
+        return updated_node
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        self.calls.append(("visit attribute", attribute, id(node)))
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        self.calls.append(("leave attribute", attribute, id(original_node)))
+
+
+class _VisitorRecorder(cst.CSTVisitor):
+    """Every call libcst makes on a (read-only) visitor, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.calls.append(("visit", type(node).__name__, id(node)))
+        return not isinstance(node, cst.Lambda)  # (and one kind of subtree skipped)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.calls.append(("leave", type(original_node).__name__, id(original_node)))
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        self.calls.append(("visit attribute", attribute, id(node)))
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        self.calls.append(("leave attribute", attribute, id(original_node)))
+
+
+@pytest.mark.parametrize("recorder", [_Recorder, _VisitorRecorder])
+@pytest.mark.parametrize("path", _acted_on_sources()[:8], ids=lambda p: p.name)
+def test_the_visitor_is_called_as_libcst_calls_it(path, recorder):
+    module = cst.parse_module(path.read_text(encoding="utf-8"))
+    ours, theirs = recorder(), recorder()
+    assert visit_without_copying(module, ours) is module
+    module.visit(theirs)
+    assert ours.calls == theirs.calls
+
+
+def test_an_f_string_format_spec_is_visited_as_libcst_visits_it():
+    module = cst.parse_module('a = f"{x:>{width}}"\nb = f"{y}"\nc = f"{z!r:{w}}"\n')
+    ours, theirs = _Recorder(), _Recorder()
+    visit_without_copying(module, ours)
+    module.visit(theirs)
+    assert ours.calls == theirs.calls
+
+
+class _Rename(cst.CSTTransformer):
+    def __init__(self, old: str, new: str) -> None:
+        super().__init__()
+        self.old, self.new = old, new
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+        return (
+            updated_node.with_changes(value=self.new)
+            if updated_node.value == self.old
+            else updated_node
+        )
+
+
+class _EditStatements(cst.CSTTransformer):
+    """Removes ``drop()`` statements and doubles ``twice()`` ones."""
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        code = cst.Module([]).code_for_node(updated_node).strip()
+        if code == "drop()":
+            return cst.RemoveFromParent()
+        if code == "twice()":
+            return cst.FlattenSentinel([updated_node, updated_node])
+        return updated_node
+
+
+def test_only_the_path_to_an_edit_is_rebuilt():
+    module = cst.parse_module("def f():\n    return x\n\ndef g():\n    return y\n")
+    renamed = visit_without_copying(module, _Rename("x", "z"))
+    assert renamed.code == module.visit(_Rename("x", "z")).code
+    assert renamed.code == "def f():\n    return z\n\ndef g():\n    return y\n"
+    assert renamed.body[1] is module.body[1]  # g, untouched
+    assert renamed.body[0] is not module.body[0]
+    assert renamed.body[0].name is module.body[0].name
+
+
+def test_removal_and_flattening_are_libcsts():
+    source = "a()\ndrop()\nif c:\n    twice()\n    drop()\n    b()\nx = [drop(), twice()]\n"
+    module = cst.parse_module(source)
+    ours = visit_without_copying(module, _EditStatements())
+    assert ours.code == module.visit(_EditStatements()).code
+    assert ours.code == "a()\nif c:\n    twice()\n    twice()\n    b()\nx = [drop(), twice()]\n"
+
+
+def test_a_removal_where_none_is_allowed_fails_as_in_libcst():
+    class RemoveNames(cst.CSTTransformer):
+        def leave_Name(self, original_node, updated_node):
+            return cst.RemoveFromParent()
+
+    module = cst.parse_module("x.y\n")
+    with pytest.raises(TypeError, match="does not allow it to be removed"):
+        module.visit(RemoveNames())
+    with pytest.raises(TypeError, match="does not allow it to be removed"):
+        visit_without_copying(module, RemoveNames())
+
+
+def test_a_leave_method_returning_no_node_fails_as_in_libcst():
+    class ReturnsNone(cst.CSTTransformer):
+        def leave_Name(self, original_node, updated_node):
+            return None
+
+    module = cst.parse_module("x\n")
+    with pytest.raises(cst.CSTValidationError):
+        module.visit(ReturnsNone())
+    with pytest.raises(cst.CSTValidationError):
+        visit_without_copying(module, ReturnsNone())
+
+
+def test_a_node_held_twice_gets_each_of_its_results():
+    statement = cst.parse_statement("x = x\n")
+    module = cst.Module(body=[statement, cst.parse_statement("y = 1\n"), statement])
+    ours = visit_without_copying(module, _Rename("x", "z"))
+    assert ours.code == module.visit(_Rename("x", "z")).code == "z = z\ny = 1\nz = z\n"
+
+
+class _IndexReference(cst.CSTVisitor):
+    """What ``ModuleIndex`` collects, gathered by libcst's own visit with a stack of ancestors."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[cst.CSTNode] = []
+        self.parents: dict[int, int] = {}
+        self.found: list[tuple[str, int]] = []
+        self.bindings: list[tuple[int, int, int, int, int | None]] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.stack:
+            self.parents[id(node)] = id(self.stack[-1])
+        self.stack.append(node)
+        if isinstance(node, (cst.Call, cst.For, cst.FunctionDef)):
+            self.found.append((type(node).__name__, id(node)))
+        if isinstance(node, cst.SimpleStatementLine):
+            owner = next(
+                n for n in reversed(self.stack) if isinstance(n, (cst.FunctionDef, cst.Module))
+            )
+            cls = next((n for n in reversed(self.stack) if isinstance(n, cst.ClassDef)), None)
+            for small in node.body:
+                for target, value in assigned_pairs(small):
+                    self.bindings.append(
+                        (id(node), id(target), id(value), id(owner), cls and id(cls))
+                    )
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+@pytest.mark.parametrize("path", _acted_on_sources(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_module_index_walk_sees_what_libcsts_visit_sees(path):
+    module = cst.parse_module(path.read_text(encoding="utf-8"))
+    index = ModuleIndex(None, module)
+    reference = _IndexReference()
+    module.visit(reference)
+    assert {child: id(parent) for child, parent in index.parents.items()} == reference.parents
+    for kind, nodes in (
+        ("Call", index.calls),
+        ("For", index.for_loops),
+        ("FunctionDef", index.functions),
+    ):
+        assert [id(n) for n in nodes] == [i for k, i in reference.found if k == kind]
+    assert [
+        (id(b.statement), id(b.target), id(b.value), id(b.owner)) for b in index.all_bindings
+    ] == [binding[:4] for binding in reference.bindings]
+    assert all(
+        index.bindings[id(b.target)] is b
+        for b in index.all_bindings
+        if isinstance(b.target, cst.Name)
+    )
+    expected_self_bindings: dict[tuple[int, str], list[int]] = {}
+    for binding, (*_, owner, cls) in zip(index.all_bindings, reference.bindings):
+        target = binding.target
+        if (
+            m.matches(target, m.Attribute(value=m.Name("self")))
+            and isinstance(binding.owner, cst.FunctionDef)
+            and cls is not None
+        ):
+            expected_self_bindings.setdefault((cls, target.attr.value), []).append(id(binding))
+    assert {
+        key: [id(b) for b in bindings] for key, bindings in index.self_bindings.items()
+    } == expected_self_bindings
