@@ -299,7 +299,8 @@ def run_pipeline(
     rules: Sequence[type] | None = None,
     has_suppressions: bool | None = None,
 ) -> tuple[str, dict[str, int], list[Finding]]:
-    """``rules``: the selected rules that may act on ``original`` (``rules_that_may_act``), and
+    """``module``: ``original`` parsed. ``rules``: the selected rules that may act on ``original``
+    (``rules_that_may_act``), and
     ``has_suppressions``: whether it has suppression comments; both computed here when not
     given."""
     if has_suppressions is None:
@@ -310,8 +311,7 @@ def run_pipeline(
     context.scratch[HAS_SUPPRESSIONS_KEY] = has_suppressions
     details = details if details is not None else PipelineDetails()
     findings: list[Finding] = []
-    touched = False  # has any rule edited the tree (rewrite or marker) so far?
-    shared = SharedMetadata(module)
+    shared = SharedMetadata(module, code=original)
     for rule in rules if rules is not None else rules_that_may_act(original, selection):
         rewrites_before = _rewrite_count(context)
         context.scratch[FINDINGS_KEY] = []
@@ -329,22 +329,22 @@ def run_pipeline(
         rewrote = _rewrite_count(context) != rewrites_before
         if rule_findings or used or rewrote or rule_adjustments:
             # Positions are in this rule's input; report them in the user's file.
-            rule_input = module.code if touched else original
+            rule_input = shared.code
             line_map = LineMap(rule_input, original)
             findings.extend(line_map.finding(f) for f in rule_findings)
             details.used_suppressions.update((line_map.line(ln), code) for ln, code in used)
             details.adjustments.extend(line_map.adjustment(a) for a in rule_adjustments)
         edited = bool(rule_findings) or rewrote
+        new_code = None
         if edited:
             new_code = new_module.code
             _check_compiles(new_module, rule.CODE, filename, new_code)
             if rewrote:
                 regions = _changed_regions(rule_input, new_code, line_map)
                 details.rewrite_regions[rule.CODE] = regions
-            touched = True
-        module = shared.advance(new_module, edited)
+        shared.advance(new_module, edited, new_code)
     module = _fix_imports(shared, context)
-    new_text = module.code
+    new_text = shared.code if module is shared.module else module.code
     if new_text != original:
         _check_compiles(module, "imports", filename, new_text)
         new_text = _laid_out(original, new_text, filename)

@@ -31,10 +31,11 @@ from libcst.metadata import (
 
 
 class SharedMetadata:
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, code: str | None = None) -> None:
+        """``code``: ``module``'s code when the caller has it (the text it was parsed from)."""
         self._wrapper: MetadataWrapper | None = _wrapper_of(module)
         self._module = module
-        self._current_code: str | None = None
+        self._current_code = code
         self._resolved: dict[type, Mapping] = {}
 
     @property
@@ -109,24 +110,27 @@ class SharedMetadata:
         computed[provider] = metadata  # what libcst's own visitors (the import fixers) read
         return metadata
 
-    def advance(self, new_module: cst.Module, edited: bool) -> cst.Module:
+    def advance(self, new_module: cst.Module, edited: bool, code: str | None = None) -> cst.Module:
         """Take a rule's output as the tree for the next rule; returns that tree.
 
         ``edited`` is what the rule reported (rewrites, markers); a rule that reported nothing
-        normally returns an equal tree, which keeps the resolved metadata.
+        normally returns the same tree, which keeps the resolved metadata. ``code``:
+        ``new_module``'s code, when the caller has generated it already.
         """
         current = self.module
-        if new_module is current or (not edited and new_module.code == self._code()):
+        if new_module is current or (not edited and new_module.code == self.code):
             # Equal code is enough: the rule's output is dropped and the next rule gets the
             # current tree, whose metadata is resolved (cheaper to tell than deep_equals).
             return current
         self._wrapper = None
         self._resolved = {}
         self._module = new_module
-        self._current_code = None
+        self._current_code = code
         return new_module
 
-    def _code(self) -> str:
+    @property
+    def code(self) -> str:
+        """The current tree's code, generated once per tree."""
         if self._current_code is None:
             self._current_code = self.module.code
         return self._current_code
