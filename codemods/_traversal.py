@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import typing
 from collections import deque
 from typing import Union
 
@@ -26,15 +27,26 @@ def visit_without_copying(
     node: cst.CSTNode, visitor: cst.CSTTransformer | cst.CSTVisitor
 ) -> VisitResult:
     """``node.visit(visitor)``, except that unchanged nodes are the nodes given, not copies."""
+    if isinstance(visitor, cst.CSTVisitor):
+        _read(node, visitor)
+        return node
+    return _transform(node, visitor)
+
+
+def _read(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     if visitor.on_visit(node):
-        updated = _visit_children(node, visitor)
+        _visit_children(node, visitor, None)
+    visitor.on_leave(node)
+
+
+def _transform(node: cst.CSTNode, visitor: cst.CSTTransformer) -> VisitResult:
+    if visitor.on_visit(node):
+        results: list[tuple[cst.CSTNode, VisitResult]] = []
+        updated = _visit_children(node, visitor, results)
     else:
         updated = node
-    if isinstance(visitor, cst.CSTVisitor):
-        visitor.on_leave(node)
-        return node
     result = visitor.on_leave(node, updated)
-    if not isinstance(result, (cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel)):
+    if result is not updated and not isinstance(result, _RESULT_TYPES):
         raise cst.CSTValidationError(
             "Expected a node of type CSTNode or a RemovalSentinel, "
             + f"but got a return value of {type(result).__name__}"
@@ -42,29 +54,56 @@ def visit_without_copying(
     return result
 
 
-def _visit_children(node: cst.CSTNode, visitor: cst.CSTTransformer | cst.CSTVisitor) -> cst.CSTNode:
+_RESULT_TYPES = (cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel)
+
+
+def _visit_children(
+    node: cst.CSTNode,
+    visitor: cst.CSTTransformer | cst.CSTVisitor,
+    results: list[tuple[cst.CSTNode, VisitResult]] | None,
+) -> cst.CSTNode:
+    """Visits ``node``'s children: with ``results`` a list, the transformer's results are
+    collected there and ``node`` with those results is returned; with None, it is read only."""
     fields = visited_fields(node)
     if fields is None:  # an order libcst's visits disagree on: let libcst walk this node
         return node._visit_and_replace_children(visitor)
-    results: list[tuple[cst.CSTNode, VisitResult]] = []
     for name in fields.order:
         value = getattr(node, name)
         if value is None and name in fields.skipped_when_none:
             continue
         visitor.on_visit_attribute(node, name)
-        if isinstance(value, cst.CSTNode):
-            results.append((value, visit_without_copying(value, visitor)))
-        elif isinstance(value, (tuple, list)):
-            for item in value:
-                if isinstance(item, cst.CSTNode):
-                    results.append((item, visit_without_copying(item, visitor)))
+        kind = _KINDS.get(type(value)) or _kind_of(value)
+        if kind is not _OTHER:
+            for child in (value,) if kind is _NODE else value:
+                if results is None:
+                    _read(child, visitor)
+                else:
+                    results.append((child, _transform(child, visitor)))
         visitor.on_leave_attribute(node, name)
-    if all(child is result for child, result in results):
+    if not results or all(child is result for child, result in results):
         return node
     replay = _Replay(results)
     rebuilt = node._visit_and_replace_children(replay)
     replay.check_all_used(node)
     return rebuilt
+
+
+# What a field's value is, by its type: a node, a sequence of nodes (libcst's sequences hold
+# nothing else), or anything else. Looked up by type: isinstance against libcst's abstract node
+# class goes through ABCMeta each time, which was a tenth of a rule pass.
+_NODE, _SEQUENCE, _OTHER = "node", "sequence", "other"
+_KINDS: dict[type, str] = {}
+
+
+def _kind_of(value: object) -> str:
+    if isinstance(value, cst.CSTNode):
+        kind = _NODE
+    elif isinstance(value, (tuple, list)):
+        kind = _SEQUENCE
+    else:
+        kind = _OTHER
+    _KINDS[type(value)] = kind
+    return kind
 
 
 class _Replay(cst.CSTTransformer):
@@ -107,17 +146,18 @@ def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
     children: list[cst.CSTNode] = []
     for name in fields.order:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        kind = _KINDS.get(type(value)) or _kind_of(value)
+        if kind is _NODE:
             children.append(value)
-        elif isinstance(value, (tuple, list)):
-            children.extend(item for item in value if isinstance(item, cst.CSTNode))
+        elif kind is _SEQUENCE:
+            children.extend(value)
     return children
 
 
 @dataclasses.dataclass(frozen=True)
 class VisitedFields:
     order: tuple[str, ...]  # the fields libcst's visit goes through, in order
-    others: tuple[str, ...]  # the node's other fields
+    others: tuple[str, ...]  # the node's other fields that may hold nodes, by their types
     skipped_when_none: frozenset[str]  # fields of ``order`` not visited at all when None
 
 
@@ -138,7 +178,9 @@ def _learn_field_order(node: cst.CSTNode) -> VisitedFields | None:
     previous = _FIELD_ORDER.get(type(node))
     if previous is not None and not set(previous.order) <= set(order):
         return None
-    others = tuple(f.name for f in dataclasses.fields(node) if f.name not in order)
+    others = tuple(
+        f.name for f in dataclasses.fields(node) if f.name not in order and _may_hold_nodes(f.type)
+    )
     skipped = {
         name
         for name in order
@@ -167,6 +209,18 @@ def _skipped_when_none(node: cst.CSTNode, name: str) -> bool:
         return name not in _fields_visited(probe)
     except Exception:  # a node that cannot be without it
         return False
+
+
+def _may_hold_nodes(annotation: object) -> bool:
+    """False for a field type that certainly holds no node (a string, a flag, a literal)."""
+    if isinstance(annotation, type):
+        return issubclass(annotation, cst.CSTNode) or annotation in (tuple, list, object)
+    if typing.get_origin(annotation) is typing.Literal:
+        return False
+    arguments = typing.get_args(annotation)
+    if not arguments:
+        return annotation is not None  # a name not resolved, Any: it may
+    return any(_may_hold_nodes(argument) for argument in arguments)
 
 
 def _holds_nodes(value: object) -> bool:

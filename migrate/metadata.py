@@ -11,7 +11,6 @@ for positions, and qualified names are worked out only for the nodes a rule asks
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import replace
@@ -28,6 +27,8 @@ from libcst.metadata import (
     QualifiedNameProvider,
     ScopeProvider,
 )
+
+from codemods._traversal import children_of
 
 
 class SharedMetadata:
@@ -218,15 +219,11 @@ def _parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode] | None:
     pending: list[cst.CSTNode] = [module]
     while pending:
         node = pending.pop()
-        for name in _child_fields(type(node)):
-            value = getattr(node, name)
-            children = value if isinstance(value, (tuple, list)) else (value,)
-            for child in children:
-                if isinstance(child, cst.CSTNode):
-                    if child in parents:
-                        return None
-                    parents[child] = node
-                    pending.append(child)
+        for child in children_of(node):
+            if child in parents:
+                return None
+            parents[child] = node
+            pending.append(child)
     return parents
 
 
@@ -238,8 +235,3 @@ def _visits_only_the_module(provider: type) -> bool:
     if not issubclass(provider, BatchableMetadataProvider) or provider.gen_cache is not None:
         return False
     return set(provider().get_visitors()) == {"visit_Module"}
-
-
-@functools.cache
-def _child_fields(node_type: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(node_type))
