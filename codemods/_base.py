@@ -221,8 +221,8 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         QualifiedNameProvider,
     )
 
-    # (prefix, node type, attribute) -> the rule's own visitor method, None when it has none
-    _handlers: ClassVar[dict[tuple[str, type, str], object]] = {}
+    # (prefix, node type) -> the rule's own visitor method, None when it has none
+    _handlers: ClassVar[dict[tuple[str, type], object]] = {}
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -432,24 +432,21 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         visit = self._handler("visit", type(node))
         return True if visit is None else visit(self, node) is not False
 
-    def on_visit_attribute(self, node, attribute: str) -> None:
-        visit = self._handler("visit", type(node), attribute)
-        if visit is not None:
-            visit(self, node)
+    # A field's handlers (``visit_Call_func`` and the like) by name, as libcst's transformer
+    # finds them, without the matcher checks of the base class (rules use no matchers). Being
+    # libcst's, they tell the rules' walk that no rule needs them called (codemods/_traversal.py).
+    on_visit_attribute = cst.CSTTransformer.on_visit_attribute
+    on_leave_attribute = cst.CSTTransformer.on_leave_attribute
 
-    def on_leave_attribute(self, original_node, attribute: str) -> None:
-        leave = self._handler("leave", type(original_node), attribute)
-        if leave is not None:
-            leave(self, original_node)
-
-    def _handler(self, prefix: str, node_type: type, attribute: str = ""):
+    def _handler(self, prefix: str, node_type: type):
         """What ``CSTTransformer`` finds by name on every node, looked up once per class; the
-        no-op defaults libcst defines for every node type count as none."""
-        key = (prefix, node_type, attribute)
+        no-op defaults libcst defines for every node type count as none. (Field handlers,
+        ``visit_Call_func`` and the like, are left to libcst's own dispatch.)"""
+        key = (prefix, node_type)
         try:
             return self._handlers[key]
         except KeyError:
-            name = f"{prefix}_{node_type.__name__}" + (f"_{attribute}" if attribute else "")
+            name = f"{prefix}_{node_type.__name__}"
             function = getattr(type(self), name, None)
             if function is not None and function.__module__.startswith("libcst."):
                 function = None

@@ -14,11 +14,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import re
 import typing
 from collections import deque
 from typing import Union
 
 import libcst as cst
+import libcst.matchers as m
 
 VisitResult = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
 
@@ -27,22 +29,23 @@ def visit_without_copying(
     node: cst.CSTNode, visitor: cst.CSTTransformer | cst.CSTVisitor
 ) -> VisitResult:
     """``node.visit(visitor)``, except that unchanged nodes are the nodes given, not copies."""
+    fields_hooked = _reacts_to_fields(type(visitor))
     if isinstance(visitor, cst.CSTVisitor):
-        _read(node, visitor)
+        _read(node, visitor, fields_hooked)
         return node
-    return _transform(node, visitor)
+    return _transform(node, visitor, fields_hooked)
 
 
-def _read(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+def _read(node: cst.CSTNode, visitor: cst.CSTVisitor, fields_hooked: bool) -> None:
     if visitor.on_visit(node):
-        _visit_children(node, visitor, None)
+        _visit_children(node, visitor, None, fields_hooked)
     visitor.on_leave(node)
 
 
-def _transform(node: cst.CSTNode, visitor: cst.CSTTransformer) -> VisitResult:
+def _transform(node: cst.CSTNode, visitor: cst.CSTTransformer, fields_hooked: bool) -> VisitResult:
     if visitor.on_visit(node):
         results: list[tuple[cst.CSTNode, VisitResult]] = []
-        updated = _visit_children(node, visitor, results)
+        updated = _visit_children(node, visitor, results, fields_hooked)
     else:
         updated = node
     result = visitor.on_leave(node, updated)
@@ -61,9 +64,12 @@ def _visit_children(
     node: cst.CSTNode,
     visitor: cst.CSTTransformer | cst.CSTVisitor,
     results: list[tuple[cst.CSTNode, VisitResult]] | None,
+    fields_hooked: bool,
 ) -> cst.CSTNode:
     """Visits ``node``'s children: with ``results`` a list, the transformer's results are
-    collected there and ``node`` with those results is returned; with None, it is read only."""
+    collected there and ``node`` with those results is returned; with None, it is read only.
+    ``fields_hooked``: whether the visitor's ``on_visit_attribute`` and ``on_leave_attribute``
+    can do anything (see ``_reacts_to_fields``)."""
     fields = visited_fields(node)
     if fields is None:  # an order libcst's visits disagree on: let libcst walk this node
         return node._visit_and_replace_children(visitor)
@@ -71,21 +77,56 @@ def _visit_children(
         value = getattr(node, name)
         if value is None and name in fields.skipped_when_none:
             continue
-        visitor.on_visit_attribute(node, name)
+        if fields_hooked:
+            visitor.on_visit_attribute(node, name)
         kind = _KINDS.get(type(value)) or _kind_of(value)
         if kind is not _OTHER:
             for child in (value,) if kind is _NODE else value:
                 if results is None:
-                    _read(child, visitor)
+                    _read(child, visitor, fields_hooked)
                 else:
-                    results.append((child, _transform(child, visitor)))
-        visitor.on_leave_attribute(node, name)
+                    results.append((child, _transform(child, visitor, fields_hooked)))
+        if fields_hooked:
+            visitor.on_leave_attribute(node, name)
     if not results or all(child is result for child, result in results):
         return node
     replay = _Replay(results)
     rebuilt = node._visit_and_replace_children(replay)
     replay.check_all_used(node)
     return rebuilt
+
+
+@functools.cache
+def _reacts_to_fields(visitor_type: type) -> bool:
+    """Whether entering or leaving a node's field can do anything for ``visitor_type``: its
+    ``on_visit_attribute`` or ``on_leave_attribute`` is not libcst's, which only call
+    ``visit_<Node>_<field>``/``leave_<Node>_<field>`` by name, or it defines such a method
+    (libcst's own no-op ones aside). No rule does, and calling the hooks on every field of every
+    node cost a few percent of a pass."""
+    for hook in ("on_visit_attribute", "on_leave_attribute"):
+        if getattr(visitor_type, hook) not in _LIBCSTS_FIELD_HOOKS:
+            return True
+    for name in dir(visitor_type):
+        if _FIELD_HANDLER.match(name):
+            function = getattr(visitor_type, name)
+            if not getattr(function, "__module__", "libcst.").startswith("libcst."):
+                return True
+    return False
+
+
+# libcst's hooks, which only call those methods (the matcher-decorated visitors' ones only
+# check the methods' matchers first)
+_LIBCSTS_FIELD_HOOKS = tuple(
+    getattr(base, hook)
+    for base in (
+        cst.CSTVisitor,
+        cst.CSTTransformer,
+        m.MatcherDecoratableVisitor,
+        m.MatcherDecoratableTransformer,
+    )
+    for hook in ("on_visit_attribute", "on_leave_attribute")
+)
+_FIELD_HANDLER = re.compile(r"(visit|leave)_[A-Z][A-Za-z]*_\w+\Z")
 
 
 # What a field's value is, by its type: a node, a sequence of nodes (libcst's sequences hold
@@ -168,7 +209,11 @@ def visited_fields(node: cst.CSTNode) -> VisitedFields | None:
     set (an f-string's ``format_spec``): a node holding one teaches the longer order, or, if two
     nodes disagree, gets None."""
     known = _FIELD_ORDER.get(type(node)) or _learn_field_order(node)
-    if known is not None and any(_holds_nodes(getattr(node, f)) for f in known.others):
+    if (
+        known is not None
+        and known.others
+        and any(_holds_nodes(getattr(node, f)) for f in known.others)
+    ):
         known = _learn_field_order(node)
     return known
 

@@ -14,7 +14,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 import codemods
 from codemods._base import FINDINGS_KEY, REWRITES_KEY, TpuCodemod
 from codemods._loops import ModuleIndex, assigned_pairs
-from codemods._traversal import visit_without_copying
+from codemods._traversal import _reacts_to_fields, visit_without_copying
 from codemods.testing import case_id
 from migrate.engine import Selection, run_pipeline
 
@@ -281,3 +281,42 @@ def test_the_module_index_walk_sees_what_libcsts_visit_sees(path):
     assert {
         key: [id(b) for b in bindings] for key, bindings in index.self_bindings.items()
     } == expected_self_bindings
+
+
+class _FieldHandlers(cst.CSTVisitor):
+    """A visitor reacting to fields through libcst's by-name methods only."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple] = []
+
+    def visit_Call_args(self, node: cst.Call) -> None:
+        self.calls.append(("args", id(node)))
+
+    def leave_Call_func(self, node: cst.Call) -> None:
+        self.calls.append(("func left", id(node)))
+
+
+class _MatcherFieldHandlers(m.MatcherDecoratableTransformer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple] = []
+
+    def visit_Attribute_attr(self, node: cst.Attribute) -> None:
+        self.calls.append(("attr", id(node)))
+
+
+@pytest.mark.parametrize("visitor", [_FieldHandlers, _MatcherFieldHandlers])
+def test_by_name_field_handlers_are_called_as_libcst_calls_them(visitor):
+    module = cst.parse_module("f(a.b, g(c))\nx = y.z\n")
+    ours, theirs = visitor(), visitor()
+    visit_without_copying(module, ours)
+    module.visit(theirs)
+    assert ours.calls == theirs.calls and len(ours.calls) >= 2
+
+
+def test_no_rule_needs_the_field_hooks_called():
+    """The field hooks are skipped for them; a rule with a ``visit_Call_func`` would get them."""
+    assert not any(_reacts_to_fields(rule) for rule in codemods.PIPELINE)
+    assert _reacts_to_fields(_FieldHandlers) and _reacts_to_fields(_MatcherFieldHandlers)
+    assert _reacts_to_fields(_Recorder) and not _reacts_to_fields(cst.CSTTransformer)
