@@ -12,7 +12,8 @@ import textwrap
 
 import black
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+
+from .metadata import Positions
 
 BLACK_DEFAULT = 88
 
@@ -46,17 +47,17 @@ def _long_new_line_numbers(old_lines: list[str], new_lines: list[str], limit: in
 
 def _statement_spans(text: str, line_numbers: set[int]) -> set[tuple[int, int, bool]]:
     """(first line, last line, is_compound_header) of the innermost statement holding each line."""
-    wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
+    positions = Positions(cst.parse_module(text))
     spans: dict[int, tuple[int, int, bool]] = {}
-    for node, position in positions.items():
+    for node in positions:
         if isinstance(node, cst.SimpleStatementLine):
+            position = positions[node]
             span = (position.start.line, position.end.line, False)
         elif isinstance(node, (cst.For, cst.While, cst.If, cst.With)):
-            body_start = positions[node.body].start.line
-            span = (position.start.line, body_start, True)  # the header ends on the ":" line
             if not isinstance(node.body, cst.IndentedBlock):
                 continue
+            # the header ends on the ":" line
+            span = (positions[node].start.line, positions[node.body].start.line, True)
         else:
             continue
         for number in line_numbers:

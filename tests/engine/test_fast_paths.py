@@ -13,6 +13,7 @@ from libcst.metadata import (
     ExpressionContextProvider,
     MetadataWrapper,
     ParentNodeProvider,
+    PositionProvider,
     QualifiedNameProvider,
     ScopeProvider,
 )
@@ -110,6 +111,31 @@ def test_scopes_resolved_from_visit_module_are_libcsts(source):
         assert getattr(got, "node", None) is getattr(expected, "node", None)
         if isinstance(node, (cst.Name, cst.Attribute)):
             assert got.get_qualified_names_for(node) == expected.get_qualified_names_for(node)
+
+
+ODD_LAYOUTS = {
+    "crlf": "x = 1\r\ny = (2,\r\n     3)\r\n",
+    "cr": "a = 1\rb = [\r  2]\r",
+    "tabs-formfeed-unicode": "if x:\n\tpass  # tab\n\x0c\ndef f(é='ü'):\n    return f'{é!r:>{w}}'\n",
+    "empty": "",
+    "no-final-newline": "@d\nclass C: x = 1; y = 2",
+}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [pytest.param(p.read_text(encoding="utf-8"), id=p.name) for p in _sample_sources()]
+    + [pytest.param(text, id=name) for name, text in ODD_LAYOUTS.items()],
+)
+def test_positions_are_libcsts(source):
+    module = cst.parse_module(source)
+    ours = SharedMetadata(module).resolved(PositionProvider)
+    theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    assert len(ours) == len(theirs)
+    for node, expected in theirs.items():
+        assert ours[node] == expected
+    with pytest.raises(KeyError):
+        ours[cst.Name("elsewhere")]
 
 
 ALL_CASES = [
