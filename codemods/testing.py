@@ -25,3 +25,19 @@ def apply_rule(rule: type[TpuCodemod], source: str) -> tuple[str, list[str]]:
 
 def case_id(rule: type[TpuCodemod], kind: str, index: int) -> str:
     return f"{rule.CODE}-{kind}-{index}"
+
+
+def case_sources() -> list[tuple[type[TpuCodemod], str, str]]:
+    """(rule, case id, source) for every rule's own cases: each VALID source and each INVALID
+    case's input, in pipeline order."""
+    from . import PIPELINE
+
+    return [
+        (rule, case_id(rule, kind, i), source)
+        for rule in PIPELINE
+        for kind, sources in (
+            ("valid", [case.source for case in rule.VALID]),
+            ("invalid", [case.before for case in rule.INVALID]),
+        )
+        for i, source in enumerate(sources)
+    ]

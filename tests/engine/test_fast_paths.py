@@ -18,7 +18,6 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
-import codemods
 from codemods._base import (
     MATCHER_ATTRIBUTES,
     TpuCodemod,
@@ -26,7 +25,7 @@ from codemods._base import (
     children_of,
     walk_all,
 )
-from codemods.testing import apply_rule, case_id
+from codemods.testing import apply_rule, case_sources
 from migrate import engine, imports
 from migrate.engine import Selection, rules_that_may_act, run_pipeline
 from migrate.metadata import (
@@ -138,15 +137,7 @@ def test_positions_are_libcsts(source):
         ours[cst.Name("elsewhere")]
 
 
-ALL_CASES = [
-    pytest.param(rule, source, id=case_id(rule, kind, i))
-    for rule in codemods.PIPELINE
-    for kind, sources in (
-        ("valid", [case.source for case in rule.VALID]),
-        ("invalid", [case.before for case in rule.INVALID]),
-    )
-    for i, source in enumerate(sources)
-]
+ALL_CASES = [pytest.param(rule, source, id=ident) for rule, ident, source in case_sources()]
 
 
 @pytest.mark.parametrize("rule, source", ALL_CASES)

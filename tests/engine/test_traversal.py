@@ -15,20 +15,12 @@ import codemods
 from codemods._base import FINDINGS_KEY, REWRITES_KEY, TpuCodemod
 from codemods._loops import ModuleIndex, assigned_pairs
 from codemods._traversal import _reacts_to_fields, visit_without_copying
-from codemods.testing import case_id
+from codemods.testing import case_sources
 from migrate.engine import Selection, run_pipeline
 
 REPO = Path(__file__).resolve().parents[2]
 
-ALL_CASES = [
-    pytest.param(rule, source, id=case_id(rule, kind, i))
-    for rule in codemods.PIPELINE
-    for kind, sources in (
-        ("valid", [case.source for case in rule.VALID]),
-        ("invalid", [case.before for case in rule.INVALID]),
-    )
-    for i, source in enumerate(sources)
-]
+ALL_CASES = [pytest.param(rule, source, id=ident) for rule, ident, source in case_sources()]
 
 
 def _with_libcsts_visit(monkeypatch) -> None:
@@ -81,30 +73,8 @@ def test_the_pipeline_gives_what_it_gives_under_libcsts_visit(path, monkeypatch)
     assert ours == run_pipeline(cst.parse_module(text), text, selection, str(path))
 
 
-class _Recorder(cst.CSTTransformer):
-    """Every call libcst makes on a transformer, in order."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: list[tuple] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        self.calls.append(("visit", type(node).__name__, id(node)))
-        return True
-
-    def on_leave(self, original_node, updated_node):
-        self.calls.append(("leave", type(original_node).__name__, id(original_node)))
-        return updated_node
-
-    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        self.calls.append(("visit attribute", attribute, id(node)))
-
-    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
-        self.calls.append(("leave attribute", attribute, id(original_node)))
-
-
-class _VisitorRecorder(cst.CSTVisitor):
-    """Every call libcst makes on a (read-only) visitor, in order."""
+class _CallLog:
+    """Every call libcst makes on a visitor, in order (mixed into a visitor class)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -114,14 +84,22 @@ class _VisitorRecorder(cst.CSTVisitor):
         self.calls.append(("visit", type(node).__name__, id(node)))
         return not isinstance(node, cst.Lambda)  # (and one kind of subtree skipped)
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.calls.append(("leave", type(original_node).__name__, id(original_node)))
-
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         self.calls.append(("visit attribute", attribute, id(node)))
 
     def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
         self.calls.append(("leave attribute", attribute, id(original_node)))
+
+
+class _Recorder(_CallLog, cst.CSTTransformer):
+    def on_leave(self, original_node, updated_node):
+        self.calls.append(("leave", type(original_node).__name__, id(original_node)))
+        return updated_node
+
+
+class _VisitorRecorder(_CallLog, cst.CSTVisitor):
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.calls.append(("leave", type(original_node).__name__, id(original_node)))
 
 
 @pytest.mark.parametrize("recorder", [_Recorder, _VisitorRecorder])
