@@ -20,6 +20,7 @@ from ._base import (
     Valid,
     code_of,
     statement_call,
+    walk_all,
 )
 from ._statements import AppliesStatementEdits, Replacement
 from ._traversal import visit_without_copying
@@ -602,7 +603,10 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         code = code_of(updated.with_changes(leading_lines=()))
         if all(indent + len(line) <= MAX_LINE for line in code.splitlines()):
             return updated
-        calls = [c for c in self._built_calls if _contains(updated, c)]
+        # one walk of the statement, not one per call built so far (a file with hundreds of
+        # them made this quadratic)
+        inside = {id(node) for node in walk_all(updated)}
+        calls = [c for c in self._built_calls if id(c) in inside]
         self._built_calls = [c for c in self._built_calls if c not in calls]
         calls = [c for c in calls if c.args]  # ``xr.world_size()`` has nothing to wrap
         if not calls:
@@ -1035,20 +1039,6 @@ def _with_globals_first(
         new[0] = new[0].with_changes(leading_lines=body[0].leading_lines)
         body = [body[0].with_changes(leading_lines=()), *body[1:]]
     return function.with_changes(body=function.body.with_changes(body=[*new, *body]))
-
-
-def _contains(tree: cst.CSTNode, target: cst.CSTNode) -> bool:
-    found = False
-
-    class Finder(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            nonlocal found
-            if node is target:
-                found = True
-            return not found
-
-    visit_without_copying(tree, Finder())
-    return found
 
 
 def _newline_indent(extra: int) -> cst.ParenthesizedWhitespace:
