@@ -300,9 +300,8 @@ def run_pipeline(
     has_suppressions: bool | None = None,
 ) -> tuple[str, dict[str, int], list[Finding]]:
     """``module``: ``original`` parsed. ``rules``: the selected rules that may act on ``original``
-    (``rules_that_may_act``), and
-    ``has_suppressions``: whether it has suppression comments; both computed here when not
-    given."""
+    (``rules_that_may_act``), and ``has_suppressions``: whether it has suppression comments;
+    both computed here when not given."""
     if has_suppressions is None:
         has_suppressions = SUPPRESSION_PATTERN.search(original) is not None
     context = CodemodContext(filename=filename)

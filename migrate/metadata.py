@@ -90,6 +90,8 @@ class SharedMetadata:
             )
         elif provider is PositionProvider:
             metadata = Positions(self.module)
+            if self._current_code is None:
+                self._current_code = metadata.code  # that code generation gave the code too
         elif _visits_only_the_module(provider):
             metadata = self._whole_module_metadata(provider)
         else:
@@ -221,6 +223,7 @@ class Positions(Mapping):
             default_indent=module.default_indent, default_newline=module.default_newline
         )
         module._codegen(state)
+        self.code = "".join(state.tokens)  # ``module.code``
         self._ranges = state.ranges
         self._tokens = state.tokens + state.popped
         self._offsets: list[int] = []  # the text offset at which each token starts

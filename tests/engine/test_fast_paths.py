@@ -131,6 +131,7 @@ def test_positions_are_libcsts(source):
     ours = SharedMetadata(module).resolved(PositionProvider)
     theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     assert len(ours) == len(theirs)
+    assert ours.code == module.code
     for node, expected in theirs.items():
         assert ours[node] == expected
     with pytest.raises(KeyError):
