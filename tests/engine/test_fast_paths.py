@@ -26,7 +26,7 @@ from codemods._base import (
     walk_all,
 )
 from codemods.testing import apply_rule, case_sources
-from migrate import engine, imports
+from migrate import engine, imports, metadata
 from migrate.engine import Selection, rules_that_may_act, run_pipeline
 from migrate.metadata import (
     SharedMetadata,
@@ -110,6 +110,51 @@ def test_scopes_resolved_from_visit_module_are_libcsts(source):
         assert getattr(got, "node", None) is getattr(expected, "node", None)
         if isinstance(node, (cst.Name, cst.Attribute)):
             assert got.get_qualified_names_for(node) == expected.get_qualified_names_for(node)
+    described = {id(s): _described(s) for s in scopes.values() if s is not None}
+    expected_described = {id(s): _described(s) for s in expected_scopes.values() if s is not None}
+    assert sorted(described.values()) == sorted(expected_described.values())
+
+
+def _described(scope) -> tuple:
+    """What rules read of a scope: its kind and node, each assignment (name, kind, node) and
+    each access (name, node, the nodes of its referents), by node identity."""
+
+    def node_id(thing) -> int:
+        return id(getattr(thing, "node", None))
+
+    assignments = sorted(
+        (a.name, type(a).__name__, node_id(a)) for a in scope.assignments
+    )  # fmt: skip
+    accesses = sorted(
+        (a.node.value if isinstance(a.node, cst.Name) else "", id(a.node),
+         tuple(sorted(node_id(r) for r in a.referents)))
+        for a in scope.accesses
+    )  # fmt: skip
+    return type(scope).__name__, node_id(scope), tuple(assignments), tuple(accesses)
+
+
+def test_libcsts_walk_is_back_after_scopes_are_computed(monkeypatch):
+    """Scopes are computed with ``CSTNode.visit`` routed to the non-copying walk for read-only
+    visitors; afterwards, and when the computation fails, libcst's own walk is back."""
+    libcst_visit = cst.CSTNode.visit
+    routed = []
+    real = metadata.visit_without_copying
+    monkeypatch.setattr(
+        metadata, "visit_without_copying", lambda node, v: routed.append(v) or real(node, v)
+    )
+    shared = SharedMetadata(cst.parse_module("import torch\ndef f(x):\n    return x.cuda()\n"))
+    shared.resolved(ScopeProvider)
+    assert routed and cst.CSTNode.visit is libcst_visit
+
+    def fail(*args):
+        raise RuntimeError("scope analysis failed")
+
+    monkeypatch.setattr(ScopeProvider, "visit_Module", fail)
+    with pytest.raises(RuntimeError):
+        SharedMetadata(cst.parse_module("x = 1\n")).resolved(ScopeProvider)
+    assert cst.CSTNode.visit is libcst_visit
+    transformed = cst.parse_module("x = 1\n").visit(cst.CSTTransformer())  # libcst's copy
+    assert transformed.code == "x = 1\n"
 
 
 ODD_LAYOUTS = {
