@@ -17,7 +17,7 @@ import functools
 import itertools
 import re
 from collections.abc import Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Iterator
@@ -57,24 +57,26 @@ class SharedMetadata:
 
         ``on_demand``: resolve each provider when the rule first reads it. libcst's own
         visitors (the import fixers) need theirs resolved up front: the helper visitors they
-        start read the wrapper's resolved metadata directly.
+        start read the wrapper's resolved metadata directly. Those helpers are read-only
+        visitors, walked without copying (``_visits_without_copying``).
         """
         if self._wrapper is None:
             self._wrapper = _wrapper_of(self._module)
             self._resolved = {}
         wrapper = self._wrapper
         dependencies = rule.get_inherited_dependencies()
-        if on_demand:
-            rule.metadata = _OnDemand(self, dependencies)
-        else:
-            rule.metadata = {provider: self.resolved(provider) for provider in dependencies}
-            wrapper.resolve_many(dependencies)  # what the helpers read
-        rule.context = replace(rule.context, wrapper=wrapper)
-        try:
-            return rule.transform_module_impl(wrapper.module)
-        finally:
-            rule.context = replace(rule.context, wrapper=None)
-            rule.metadata = {}
+        with nullcontext() if on_demand else _visits_without_copying():
+            if on_demand:
+                rule.metadata = _OnDemand(self, dependencies)
+            else:
+                rule.metadata = {provider: self.resolved(provider) for provider in dependencies}
+                wrapper.resolve_many(dependencies)  # what the helpers read
+            rule.context = replace(rule.context, wrapper=wrapper)
+            try:
+                return rule.transform_module_impl(wrapper.module)
+            finally:
+                rule.context = replace(rule.context, wrapper=None)
+                rule.metadata = {}
 
     def resolved(self, provider: type) -> Mapping:
         """``provider``'s metadata for the current tree, computed on first use."""
@@ -152,8 +154,8 @@ class SharedMetadata:
 
 @contextmanager
 def _visits_without_copying() -> Iterator[None]:
-    """While scopes or expression contexts are computed, libcst's read-only visitors walk with
-    ``visit_without_copying``.
+    """While scopes or expression contexts are computed, and while libcst's import fixers run,
+    libcst's read-only visitors walk with ``visit_without_copying``.
 
     Their visit methods walk chosen children themselves (``node.target.visit(...)``), so the
     walk cannot be swapped from outside: ``CSTNode.visit`` is, for the duration. For a read-only
