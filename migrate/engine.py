@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import difflib
 import gc
 import os
 import signal
@@ -311,6 +310,7 @@ def run_pipeline(
     details = details if details is not None else PipelineDetails()
     findings: list[Finding] = []
     shared = SharedMetadata(module, code=original)
+    to_original = LineMap(original, original)  # the current tree's lines -> the user's lines
     for rule in rules if rules is not None else rules_that_may_act(original, selection):
         rewrites_before = _rewrite_count(context)
         context.scratch[FINDINGS_KEY] = []
@@ -326,21 +326,20 @@ def run_pipeline(
         used = context.scratch.pop(USED_SUPPRESSIONS_KEY, [])
         rule_adjustments = context.scratch.pop(ADJUSTMENTS_KEY, [])
         rewrote = _rewrite_count(context) != rewrites_before
-        if rule_findings or used or rewrote or rule_adjustments:
-            # Positions are in this rule's input; report them in the user's file.
-            rule_input = shared.code
-            line_map = LineMap(rule_input, original)
-            findings.extend(line_map.finding(f) for f in rule_findings)
-            details.used_suppressions.update((line_map.line(ln), code) for ln, code in used)
-            details.adjustments.extend(line_map.adjustment(a) for a in rule_adjustments)
+        # Positions are in this rule's input; report them in the user's file.
+        findings.extend(to_original.finding(f) for f in rule_findings)
+        details.used_suppressions.update((to_original.line(ln), code) for ln, code in used)
+        details.adjustments.extend(to_original.adjustment(a) for a in rule_adjustments)
         edited = bool(rule_findings) or rewrote
         new_code = None
         if edited:
             new_code = new_module.code
             _check_compiles(new_module, rule.CODE, filename, new_code)
+            # One diff per edit, from the rule's input: the maps chain back to the user's file.
+            step = LineMap(new_code, shared.code, then=to_original)
             if rewrote:
-                regions = _changed_regions(rule_input, new_code, line_map)
-                details.rewrite_regions[rule.CODE] = regions
+                details.rewrite_regions[rule.CODE] = _changed_regions(step, to_original)
+            to_original = step
         shared.advance(new_module, edited, new_code)
     module = _fix_imports(shared, context)
     new_text = shared.code if module is shared.module else module.code
@@ -378,15 +377,14 @@ def _laid_out(original: str, new_text: str, filename: str) -> str:
     return laid_out
 
 
-def _changed_regions(before: str, after: str, line_map: LineMap) -> list[tuple[int, int]]:
-    """The (first, last) lines, in the user's file, of each block of ``before`` that ``after``
-    replaces or deletes; an insertion is placed on the line it follows. Inserted TODO markers
-    are the rule's findings, not rewrites."""
-    new_lines = after.splitlines()
-    matcher = difflib.SequenceMatcher(None, before.splitlines(), new_lines, autojunk=False)
+def _changed_regions(edit: LineMap, line_map: LineMap) -> list[tuple[int, int]]:
+    """The (first, last) lines, in the user's file (``line_map`` maps there), of each block of
+    a rule's input that its output (``edit`` maps that to the input) replaces or deletes; an
+    insertion is placed on the line it follows. Inserted TODO markers are the rule's
+    findings, not rewrites."""
     regions = set()
-    for tag, old_start, old_end, new_start, new_end in matcher.get_opcodes():
-        inserted = new_lines[new_start:new_end]
+    for tag, old_start, old_end, new_start, new_end in edit.opcodes:
+        inserted = edit.new_lines[new_start:new_end]
         if tag == "insert" and all(line.lstrip().startswith(MARKER_PREFIX) for line in inserted):
             continue
         if tag == "insert":

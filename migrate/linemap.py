@@ -10,24 +10,35 @@ from codemods._base import Finding, VerifyAdjustment
 
 
 class LineMap:
-    """Maps lines of ``new`` back to lines of ``old`` using a line diff.
+    """Maps lines of ``new`` back to lines of ``old`` using a line diff, and on through ``then``
+    (a map from ``old``'s lines to an older version's) when given.
 
     Lines inside unchanged blocks map exactly; a line inside a rewritten block maps to the first
     line of the block it replaced, which is where a reader would look.
     """
 
-    def __init__(self, new: str, old: str) -> None:
+    def __init__(self, new: str, old: str, then: "LineMap | None" = None) -> None:
         self._identity = new == old
+        self._then = then
         self._starts: list[int] = []
         self._blocks: list[tuple[int, int, int, str]] = []
+        # difflib's (tag, old_start, old_end, new_start, new_end), and the lines of ``new``
+        self.opcodes: list[tuple[str, int, int, int, int]] = []
+        self.new_lines: list[str] = []
         if self._identity:
             return
-        matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
-        for tag, old_start, _old_end, new_start, new_end in matcher.get_opcodes():
+        self.new_lines = new.splitlines()
+        matcher = difflib.SequenceMatcher(None, old.splitlines(), self.new_lines, autojunk=False)
+        self.opcodes = matcher.get_opcodes()
+        for tag, old_start, _old_end, new_start, new_end in self.opcodes:
             self._starts.append(new_start)
             self._blocks.append((new_start, new_end, old_start, tag))
 
     def line(self, new_line: int) -> int:
+        line = self._own_line(new_line)
+        return line if self._then is None else self._then.line(line)
+
+    def _own_line(self, new_line: int) -> int:
         if self._identity or not self._blocks:
             return new_line
         index = max(0, bisect.bisect_right(self._starts, new_line - 1) - 1)
