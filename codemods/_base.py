@@ -58,6 +58,29 @@ SUPPRESSION_PATTERN = re.compile(r"#.*?\btpu-migrate:\s*ignore\b(?:\[([^\]]*)\])
 STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
 
+def _node_types(*bases: type) -> frozenset[type]:
+    return frozenset(
+        c for c in vars(cst).values() if isinstance(c, type) and issubclass(c, bases)
+    )  # fmt: skip
+
+
+# The nodes that lead from the module to every statement: nothing else holds a statement (an
+# expression never does). A rule whose handlers are all on STATEMENT_LEVEL nodes walks only
+# into these, not into the expressions that make up most of a tree.
+HOLDS_STATEMENTS = _node_types(
+    cst.Module,
+    cst.SimpleStatementLine,
+    cst.BaseSuite,
+    cst.BaseCompoundStatement,
+    cst.Else,
+    cst.ExceptHandler,
+    cst.ExceptStarHandler,
+    cst.Finally,
+    cst.MatchCase,
+)
+STATEMENT_LEVEL = HOLDS_STATEMENTS | _node_types(cst.BaseSmallStatement, cst.Decorator)
+
+
 class Safety(str, enum.Enum):
     """How much a reviewer must look at a rule's edits (ruff's fix applicability, one step finer)."""
 
@@ -228,6 +251,7 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         super().__init_subclass__(**kwargs)
         cls._handlers = {}
         _refuse_matcher_decorators(cls)
+        cls._walks_expressions = _has_handlers_below_statements(cls)
 
     def __init__(self, context: CodemodContext) -> None:
         # Rules do not use libcst's matcher decorators (refused above), so the matcher machinery
@@ -430,7 +454,8 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         elif self._suppressions_possible and isinstance(node, STATEMENTS):
             self._enter_if_suppressed(node)
         visit = self._handler("visit", type(node))
-        return True if visit is None else visit(self, node) is not False
+        descend = True if visit is None else visit(self, node) is not False
+        return descend and (self._walks_expressions or type(node) in HOLDS_STATEMENTS)
 
     # A field's handlers (``visit_Call_func`` and the like) by name, as libcst's transformer
     # finds them, without the matcher checks of the base class (rules use no matchers). Being
@@ -583,6 +608,21 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         if isinstance(result, cst.Module):
             result = _without_markers_repeated_in_header(result)
         return result
+
+
+def _has_handlers_below_statements(rule: type) -> bool:
+    """Whether ``rule`` has a visit or leave method for a node that is not STATEMENT_LEVEL
+    (libcst's no-op defaults aside; a field handler, ``visit_Call_func``, counts)."""
+    for name in dir(rule):
+        prefix, _, node_name = name.partition("_")
+        if prefix not in ("visit", "leave") or not node_name:
+            continue
+        function = getattr(rule, name)
+        if getattr(function, "__module__", "").startswith("libcst."):
+            continue
+        if getattr(cst, node_name, None) not in STATEMENT_LEVEL:
+            return True
+    return False
 
 
 def _refuse_matcher_decorators(rule: type) -> None:

@@ -12,7 +12,7 @@ from libcst.codemod import CodemodContext, SkipFile
 from libcst.codemod.visitors import AddImportsVisitor
 
 import codemods
-from codemods._base import FINDINGS_KEY, REWRITES_KEY, TpuCodemod
+from codemods._base import FINDINGS_KEY, REWRITES_KEY, STATEMENT_LEVEL, TpuCodemod, walk_all
 from codemods._loops import ModuleIndex, assigned_pairs
 from codemods._traversal import _reacts_to_fields, visit_without_copying
 from codemods.testing import case_sources
@@ -298,3 +298,134 @@ def test_no_rule_needs_the_field_hooks_called():
     assert not any(_reacts_to_fields(rule) for rule in codemods.PIPELINE)
     assert _reacts_to_fields(_FieldHandlers) and _reacts_to_fields(_MatcherFieldHandlers)
     assert _reacts_to_fields(_Recorder) and not _reacts_to_fields(cst.CSTTransformer)
+
+
+STATEMENT_LEVEL_RULES = [
+    rule for rule in codemods.select_rules((), ()) if not rule._walks_expressions
+]
+
+
+def _walking_everything(monkeypatch) -> None:
+    for rule in STATEMENT_LEVEL_RULES:
+        monkeypatch.setattr(rule, "_walks_expressions", True)
+
+
+def test_rules_with_statement_handlers_only_are_told_apart():
+    class OnStatements(TpuCodemod):
+        def leave_SimpleStatementLine(self, original_node, updated_node):
+            return updated_node
+
+        def visit_Assign(self, node):
+            pass
+
+    class OnNames(OnStatements):
+        def leave_Name(self, original_node, updated_node):
+            return updated_node
+
+    class OnAField(OnStatements):
+        def visit_Call_func(self, node):
+            pass
+
+    assert not OnStatements._walks_expressions
+    assert OnNames._walks_expressions and OnAField._walks_expressions
+    assert STATEMENT_LEVEL_RULES  # else the tests below test nothing
+
+
+@pytest.mark.parametrize(
+    "rule, source",
+    [case for case in ALL_CASES if case.values[0] in STATEMENT_LEVEL_RULES],
+)
+def test_a_rule_on_statements_does_the_same_without_walking_expressions(rule, source, monkeypatch):
+    pruned = _rule_run(rule, source)
+    _walking_everything(monkeypatch)
+    assert pruned == _rule_run(rule, source)
+
+
+@pytest.mark.parametrize("path", _acted_on_sources(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_pipeline_gives_the_same_without_walking_expressions(path, monkeypatch):
+    text = path.read_text(encoding="utf-8")
+    selection = Selection.from_options()
+    pruned = run_pipeline(cst.parse_module(text), text, selection, str(path))
+    _walking_everything(monkeypatch)
+    assert pruned == run_pipeline(cst.parse_module(text), text, selection, str(path))
+
+
+EVERY_KIND_OF_BLOCK = """\
+import torch
+if a:
+    x = 1
+elif b:
+    x = 2
+else:
+    x = 3; y = 4
+try:
+    pass
+except E:
+    z = 1
+else:
+    z = 2
+finally:
+    z = 3
+try:
+    pass
+except* E:
+    w = 1
+for i in r:
+    f(i)
+else:
+    g()
+while c:
+    break
+else:
+    h()
+with m() as n, o:
+    del n
+match p:
+    case [1, q]:
+        return q
+    case _:
+        pass
+@decorate(lambda v: v)
+class C(Base):
+    def method(self): return [u for u in self]
+
+    async def run(self):
+        async for item in stream:
+            async with lock:
+                await item
+if d: e = 1
+"""
+
+
+class _StatementRecorder(TpuCodemod):
+    """A rule with statement handlers only, noting every node it leaves."""
+
+    CODE, NAME, SUMMARY = "TPU199", "statement-recorder", "notes the nodes it leaves"
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.left: list[int] = []
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        return updated_node
+
+    def on_leave(self, original_node, updated_node):
+        self.left.append(id(original_node))
+        return super().on_leave(original_node, updated_node)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [pytest.param(EVERY_KIND_OF_BLOCK, id="every kind of block")]
+    + [pytest.param(p.read_text(encoding="utf-8"), id=p.name) for p in _acted_on_sources()[:6]],
+)
+def test_a_rule_on_statements_still_reaches_every_statement(source):
+    module = cst.parse_module(source)
+    recorder = _StatementRecorder(CodemodContext())
+    assert not recorder._walks_expressions
+    recorder.transform_module_impl(module)
+    statement_level = [
+        id(node) for node in walk_all(module) if type(node) in STATEMENT_LEVEL
+    ]  # fmt: skip
+    assert set(statement_level) <= set(recorder.left)
+    assert len(recorder.left) < len(list(walk_all(module)))  # expressions were not entered
