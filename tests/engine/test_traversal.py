@@ -21,6 +21,9 @@ from migrate.engine import Selection, run_pipeline
 REPO = Path(__file__).resolve().parents[2]
 
 ALL_CASES = [pytest.param(rule, source, id=ident) for rule, ident, source in case_sources()]
+STATEMENT_LEVEL_RULES = [
+    rule for rule in codemods.select_rules((), ()) if not rule._walks_expressions
+]
 
 
 def _with_libcsts_visit(monkeypatch) -> None:
@@ -64,12 +67,21 @@ def _acted_on_sources() -> list[Path]:
     return [torch_dir / p for p in picks if (torch_dir / p).exists()] + fixtures
 
 
+def _walking_everything(monkeypatch) -> None:
+    """Every rule walks into expressions, as before rules on statements alone stopped."""
+    for rule in STATEMENT_LEVEL_RULES:
+        monkeypatch.setattr(rule, "_walks_expressions", True)
+
+
+@pytest.mark.parametrize("other_walk", [_with_libcsts_visit, _walking_everything])
 @pytest.mark.parametrize("path", _acted_on_sources(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_the_pipeline_gives_what_it_gives_under_libcsts_visit(path, monkeypatch):
+def test_the_pipeline_gives_the_same_under_libcsts_visit_or_a_full_walk(
+    path, other_walk, monkeypatch
+):
     text = path.read_text(encoding="utf-8")
     selection = Selection.from_options()
     ours = run_pipeline(cst.parse_module(text), text, selection, str(path))
-    _with_libcsts_visit(monkeypatch)
+    other_walk(monkeypatch)
     assert ours == run_pipeline(cst.parse_module(text), text, selection, str(path))
 
 
@@ -300,16 +312,6 @@ def test_no_rule_needs_the_field_hooks_called():
     assert _reacts_to_fields(_Recorder) and not _reacts_to_fields(cst.CSTTransformer)
 
 
-STATEMENT_LEVEL_RULES = [
-    rule for rule in codemods.select_rules((), ()) if not rule._walks_expressions
-]
-
-
-def _walking_everything(monkeypatch) -> None:
-    for rule in STATEMENT_LEVEL_RULES:
-        monkeypatch.setattr(rule, "_walks_expressions", True)
-
-
 def test_rules_with_statement_handlers_only_are_told_apart():
     class OnStatements(TpuCodemod):
         def leave_SimpleStatementLine(self, original_node, updated_node):
@@ -339,15 +341,6 @@ def test_a_rule_on_statements_does_the_same_without_walking_expressions(rule, so
     pruned = _rule_run(rule, source)
     _walking_everything(monkeypatch)
     assert pruned == _rule_run(rule, source)
-
-
-@pytest.mark.parametrize("path", _acted_on_sources(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_the_pipeline_gives_the_same_without_walking_expressions(path, monkeypatch):
-    text = path.read_text(encoding="utf-8")
-    selection = Selection.from_options()
-    pruned = run_pipeline(cst.parse_module(text), text, selection, str(path))
-    _walking_everything(monkeypatch)
-    assert pruned == run_pipeline(cst.parse_module(text), text, selection, str(path))
 
 
 EVERY_KIND_OF_BLOCK = """\
