@@ -161,8 +161,8 @@ def _visits_without_copying() -> Iterator[None]:
     walk cannot be swapped from outside: ``CSTNode.visit`` is, for the duration. For a read-only
     visitor the two walks are the same calls in the same order on the same nodes (what
     tests/engine/test_traversal.py checks), but libcst's rebuilds every node it enters and throws
-    the copies away: over a quarter of the torch sources, that was about a third of the time
-    spent computing scopes. Transformers keep libcst's own walk.
+    the copies away: over a quarter of the torch sources, scopes and contexts took 26.3 s with
+    it and 14.8 s without. Transformers keep libcst's own walk.
     """
     libcst_visit = cst.CSTNode.visit
 
