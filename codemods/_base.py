@@ -471,10 +471,7 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         try:
             return self._handlers[key]
         except KeyError:
-            name = f"{prefix}_{node_type.__name__}"
-            function = getattr(type(self), name, None)
-            if function is not None and function.__module__.startswith("libcst."):
-                function = None
+            function = _own_handler(type(self), f"{prefix}_{node_type.__name__}")
             self._handlers[key] = function
             return function
 
@@ -617,12 +614,21 @@ def _has_handlers_below_statements(rule: type) -> bool:
         prefix, _, node_name = name.partition("_")
         if prefix not in ("visit", "leave") or not node_name:
             continue
-        function = getattr(rule, name)
-        if getattr(function, "__module__", "").startswith("libcst."):
-            continue
-        if getattr(cst, node_name, None) not in STATEMENT_LEVEL:
+        if (
+            _own_handler(rule, name) is not None
+            and getattr(cst, node_name, None) not in STATEMENT_LEVEL
+        ):
             return True
     return False
+
+
+def _own_handler(rule: type, name: str):
+    """``rule``'s method ``name`` (``visit_Call``), or None when it has none or only the no-op
+    default libcst defines for every node type."""
+    function = getattr(rule, name, None)
+    if function is None or getattr(function, "__module__", "").startswith("libcst."):
+        return None
+    return function
 
 
 def _refuse_matcher_decorators(rule: type) -> None:

@@ -20,29 +20,26 @@ class LineMap:
     def __init__(self, new: str, old: str, then: "LineMap | None" = None) -> None:
         self._identity = new == old
         self._then = then
-        self._starts: list[int] = []
-        self._blocks: list[tuple[int, int, int, str]] = []
         # difflib's (tag, old_start, old_end, new_start, new_end), and the lines of ``new``
         self.opcodes: list[tuple[str, int, int, int, int]] = []
         self.new_lines: list[str] = []
+        self._starts: list[int] = []  # each opcode's new_start, for bisect
         if self._identity:
             return
         self.new_lines = new.splitlines()
         matcher = difflib.SequenceMatcher(None, old.splitlines(), self.new_lines, autojunk=False)
         self.opcodes = matcher.get_opcodes()
-        for tag, old_start, _old_end, new_start, new_end in self.opcodes:
-            self._starts.append(new_start)
-            self._blocks.append((new_start, new_end, old_start, tag))
+        self._starts = [new_start for *_, new_start, _new_end in self.opcodes]
 
     def line(self, new_line: int) -> int:
         line = self._own_line(new_line)
         return line if self._then is None else self._then.line(line)
 
     def _own_line(self, new_line: int) -> int:
-        if self._identity or not self._blocks:
+        if self._identity or not self.opcodes:
             return new_line
         index = max(0, bisect.bisect_right(self._starts, new_line - 1) - 1)
-        new_start, _new_end, old_start, tag = self._blocks[index]
+        tag, old_start, _old_end, new_start, _new_end = self.opcodes[index]
         if tag == "equal":
             return old_start + (new_line - 1 - new_start) + 1
         return old_start + 1
