@@ -33,7 +33,7 @@ from libcst.metadata import (
 )
 
 from ._facts import FileFacts
-from ._traversal import children_of, visit_without_copying
+from ._traversal import children_of, is_expression_type, visit_without_copying
 
 MARKER_PREFIX = "# TODO(tpu-migrate):"
 # What libcst's matcher decorators (``@m.visit``, ``@m.call_if_inside``...) set on a method.
@@ -449,7 +449,8 @@ class TpuCodemod(VisitorBasedCodemodCommand):
 
     # ----------------------------------------------------------------- suppressions
     def on_visit(self, node) -> bool:
-        if isinstance(node, cst.Module):
+        # ``type(...) is``, as on every path that runs for each node (codemods/_traversal.py)
+        if type(node) is cst.Module:
             self._start_module(node)
         elif self._suppressions_possible and isinstance(node, STATEMENTS):
             self._enter_if_suppressed(node)
@@ -597,12 +598,12 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         result = updated_node if leave is None else leave(self, original_node, updated_node)
         if self._suppressed and id(original_node) in self._suppressed:
             return self._leave_suppressed(original_node, result)
-        if isinstance(result, cst.Module) and self._refused_edits:
-            self._settle_refused_edits()
-        markers = self._markers.pop(id(original_node), None)
+        markers = self._markers.pop(id(original_node), None) if self._markers else None
         if markers and isinstance(result, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             result = with_marker_comments(result, markers)
-        if isinstance(result, cst.Module):
+        if type(result) is cst.Module:
+            if self._refused_edits:
+                self._settle_refused_edits()
             result = _without_markers_repeated_in_header(result)
         return result
 
@@ -738,15 +739,16 @@ def walk_all(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 def walk_pruned(node: cst.CSTNode, skipped: tuple[type, ...]) -> Iterator[cst.CSTNode]:
     """``node`` and every node under it in source order, without the subtrees of child nodes of
-    the ``skipped`` types. An explicit stack: recursive generators cost a frame per level for
-    every node, which made walking deep trees a large share of the rules' time."""
+    the ``skipped`` types (concrete node classes, matched by type: see codemods/_traversal.py).
+    An explicit stack: recursive generators cost a frame per level for every node, which made
+    walking deep trees a large share of the rules' time."""
     pending = [node]
     while pending:
         current = pending.pop()
         yield current
         children = children_of(current)
         if skipped:
-            children = [c for c in children if not isinstance(c, skipped)]
+            children = [c for c in children if type(c) not in skipped]
         pending.extend(reversed(children))
 
 
@@ -771,11 +773,11 @@ def _module_level_imports(module: cst.Module | None) -> list[str] | bool:
             if not nested:
                 module_level.extend(_imported_names(node))
             continue
-        inner = nested or isinstance(node, (cst.FunctionDef, cst.ClassDef))
+        inner = nested or type(node) in (cst.FunctionDef, cst.ClassDef)
         pending.extend(
             (child, inner)
             for child in reversed(children_of(node))
-            if not isinstance(child, cst.BaseExpression)
+            if not is_expression_type(type(child))
         )
     if not declared_global.isdisjoint(bound_by_imports):
         return False

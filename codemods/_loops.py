@@ -202,16 +202,17 @@ class ModuleIndex:
             node, parent, owner, cls = pending.pop()
             if parent is not None:
                 self.parents[id(node)] = parent
-            if isinstance(node, cst.Call):
+            kind = type(node)  # (exact: libcst's node classes are final)
+            if kind is cst.Call:
                 self.calls.append(node)
-            elif isinstance(node, cst.For):
+            elif kind is cst.For:
                 self.for_loops.append(node)
-            elif isinstance(node, cst.FunctionDef):
+            elif kind is cst.FunctionDef:
                 self.functions.append(node)
                 owner = node
-            elif isinstance(node, cst.ClassDef):
+            elif kind is cst.ClassDef:
                 cls = node
-            elif isinstance(node, cst.SimpleStatementLine):
+            elif kind is cst.SimpleStatementLine:
                 for small in node.body:
                     for target, value in assigned_pairs(small):
                         self._record(Binding(node, target, value, owner), cls)

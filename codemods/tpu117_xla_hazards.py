@@ -582,7 +582,7 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
         ]
         loop_bodies = [loop.body for loop in index.for_loops if id(loop) in self._step_loops]
         loop_bodies += [
-            n.body for n in walk_all(index.module) if isinstance(n, cst.While)
+            n.body for n in walk_all(index.module) if type(n) is cst.While
             and id(n) in self._step_loops
         ]  # fmt: skip
         called_in_loops = [
@@ -625,9 +625,10 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
 
     # ----------------------------------------------------------------- findings
     def _check(self, node: cst.CSTNode) -> None:
-        if isinstance(node, cst.Call):
+        kind = type(node)  # (exact: libcst's node classes are final)
+        if kind is cst.Call:
             self._check_call(node)
-        elif isinstance(node, cst.Subscript):
+        elif kind is cst.Subscript:
             self._check_subscript(node)
         elif type(node) in CONTROL_FLOW:
             self._check_control_flow(node)
@@ -765,7 +766,7 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
 
     def _ties(self) -> dict[int, list[Tie]]:
         found: dict[int, list[Tie]] = {}
-        for cls in (n for n in walk_all(self.index.module) if isinstance(n, cst.ClassDef)):
+        for cls in (n for n in walk_all(self.index.module) if type(n) is cst.ClassDef):
             for method in cls.body.body:
                 if not isinstance(method, cst.FunctionDef):
                     continue

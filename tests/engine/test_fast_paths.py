@@ -17,6 +17,7 @@ from libcst.metadata import (
     QualifiedNameProvider,
     ScopeProvider,
 )
+from libcst.metadata.scope_provider import ScopeVisitor
 
 from codemods._base import (
     MATCHER_ATTRIBUTES,
@@ -149,7 +150,7 @@ def test_libcsts_walk_is_back_after_scopes_are_computed(monkeypatch):
     def fail(*args):
         raise RuntimeError("scope analysis failed")
 
-    monkeypatch.setattr(ScopeProvider, "visit_Module", fail)
+    monkeypatch.setattr(ScopeVisitor, "infer_accesses", fail)
     with pytest.raises(RuntimeError):
         SharedMetadata(cst.parse_module("x = 1\n")).resolved(ScopeProvider)
     assert cst.CSTNode.visit is libcst_visit

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 from pathlib import Path
 
@@ -422,3 +423,15 @@ def test_a_rule_on_statements_still_reaches_every_statement(source):
     ]  # fmt: skip
     assert set(statement_level) <= set(recorder.left)
     assert len(recorder.left) < len(list(walk_all(module)))  # expressions were not entered
+
+
+def test_libcsts_concrete_node_classes_are_final():
+    """Hot paths compare ``type(node) is cst.Call`` (codemods/_traversal.py)."""
+    concrete = [
+        c
+        for c in vars(cst).values()
+        if isinstance(c, type) and issubclass(c, cst.CSTNode) and not inspect.isabstract(c)
+    ]
+    assert len(concrete) > 150
+    for node_type in concrete:
+        assert not node_type.__subclasses__(), node_type.__name__
