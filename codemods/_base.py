@@ -33,7 +33,13 @@ from libcst.metadata import (
 )
 
 from ._facts import FileFacts
-from ._traversal import children_of, is_expression_type, visit_without_copying
+from ._traversal import (
+    children_of,
+    handled_node_types,
+    is_expression_type,
+    types_leading_nowhere,
+    visit_without_copying,
+)
 
 MARKER_PREFIX = "# TODO(tpu-migrate):"
 # What libcst's matcher decorators (``@m.visit``, ``@m.call_if_inside``...) set on a method.
@@ -64,21 +70,9 @@ def _node_types(*bases: type) -> frozenset[type]:
     )  # fmt: skip
 
 
-# The nodes that lead from the module to every statement: nothing else holds a statement (an
-# expression never does). A rule whose handlers are all on STATEMENT_LEVEL nodes walks only
-# into these, not into the expressions that make up most of a tree.
-HOLDS_STATEMENTS = _node_types(
-    cst.Module,
-    cst.SimpleStatementLine,
-    cst.BaseSuite,
-    cst.BaseCompoundStatement,
-    cst.Else,
-    cst.ExceptHandler,
-    cst.ExceptStarHandler,
-    cst.Finally,
-    cst.MatchCase,
-)
-STATEMENT_LEVEL = HOLDS_STATEMENTS | _node_types(cst.BaseSmallStatement, cst.Decorator)
+# What every rule's walk enters, whatever its handlers: the module, and the statements its
+# suppressions and TODO markers are on.
+ALWAYS_ENTERED = _node_types(cst.Module, *STATEMENTS)
 
 
 class Safety(str, enum.Enum):
@@ -251,7 +245,8 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         super().__init_subclass__(**kwargs)
         cls._handlers = {}
         _refuse_matcher_decorators(cls)
-        cls._walks_expressions = _has_handlers_below_statements(cls)
+        # The node types the rule's walk does not enter: those holding nothing it handles.
+        cls._unentered = types_leading_nowhere(handled_node_types(cls) | ALWAYS_ENTERED)
 
     def __init__(self, context: CodemodContext) -> None:
         # Rules do not use libcst's matcher decorators (refused above), so the matcher machinery
@@ -444,8 +439,9 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         return None
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        # libcst's visit order, without copying the nodes the rule leaves alone
-        return visit_without_copying(tree, self)
+        # libcst's visit order, without copying the nodes the rule leaves alone, nor entering
+        # those it has nothing to do in
+        return visit_without_copying(tree, self, self._unentered)
 
     # ----------------------------------------------------------------- suppressions
     def on_visit(self, node) -> bool:
@@ -455,8 +451,7 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         elif self._suppressions_possible and isinstance(node, STATEMENTS):
             self._enter_if_suppressed(node)
         visit = self._handler("visit", type(node))
-        descend = True if visit is None else visit(self, node) is not False
-        return descend and (self._walks_expressions or type(node) in HOLDS_STATEMENTS)
+        return True if visit is None else visit(self, node) is not False
 
     # A field's handlers (``visit_Call_func`` and the like) by name, as libcst's transformer
     # finds them, without the matcher checks of the base class (rules use no matchers). Being
@@ -606,21 +601,6 @@ class TpuCodemod(VisitorBasedCodemodCommand):
                 self._settle_refused_edits()
             result = _without_markers_repeated_in_header(result)
         return result
-
-
-def _has_handlers_below_statements(rule: type) -> bool:
-    """Whether ``rule`` has a visit or leave method for a node that is not STATEMENT_LEVEL
-    (libcst's no-op defaults aside; a field handler, ``visit_Call_func``, counts)."""
-    for name in dir(rule):
-        prefix, _, node_name = name.partition("_")
-        if prefix not in ("visit", "leave") or not node_name:
-            continue
-        if (
-            _own_handler(rule, name) is not None
-            and getattr(cst, node_name, None) not in STATEMENT_LEVEL
-        ):
-            return True
-    return False
 
 
 def _own_handler(rule: type, name: str):

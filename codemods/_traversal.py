@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import inspect
 import re
 import typing
 from collections import deque
@@ -37,26 +38,35 @@ def is_expression_type(node_type: type) -> bool:
 
 
 def visit_without_copying(
-    node: cst.CSTNode, visitor: cst.CSTTransformer | cst.CSTVisitor
+    node: cst.CSTNode,
+    visitor: cst.CSTTransformer | cst.CSTVisitor,
+    unentered: frozenset[type] = frozenset(),
 ) -> VisitResult:
-    """``node.visit(visitor)``, except that unchanged nodes are the nodes given, not copies."""
+    """``node.visit(visitor)``, except that unchanged nodes are the nodes given, not copies.
+
+    ``unentered``: node types the visitor has nothing to do in (``types_leading_nowhere``). A
+    child of one of those types is not visited at all, and stays as it is."""
     fields_hooked = _reacts_to_fields(type(visitor))
     if isinstance(visitor, cst.CSTVisitor):
-        _read(node, visitor, fields_hooked)
+        _read(node, visitor, fields_hooked, unentered)
         return node
-    return _transform(node, visitor, fields_hooked)
+    return _transform(node, visitor, fields_hooked, unentered)
 
 
-def _read(node: cst.CSTNode, visitor: cst.CSTVisitor, fields_hooked: bool) -> None:
+def _read(
+    node: cst.CSTNode, visitor: cst.CSTVisitor, fields_hooked: bool, unentered: frozenset[type]
+) -> None:
     if visitor.on_visit(node):
-        _visit_children(node, visitor, None, fields_hooked)
+        _visit_children(node, visitor, None, fields_hooked, unentered)
     visitor.on_leave(node)
 
 
-def _transform(node: cst.CSTNode, visitor: cst.CSTTransformer, fields_hooked: bool) -> VisitResult:
+def _transform(
+    node: cst.CSTNode, visitor: cst.CSTTransformer, fields_hooked: bool, unentered: frozenset[type]
+) -> VisitResult:
     if visitor.on_visit(node):
         results: list[tuple[cst.CSTNode, VisitResult]] = []
-        updated = _visit_children(node, visitor, results, fields_hooked)
+        updated = _visit_children(node, visitor, results, fields_hooked, unentered)
     else:
         updated = node
     result = visitor.on_leave(node, updated)
@@ -76,11 +86,13 @@ def _visit_children(
     visitor: cst.CSTTransformer | cst.CSTVisitor,
     results: list[tuple[cst.CSTNode, VisitResult]] | None,
     fields_hooked: bool,
+    unentered: frozenset[type],
 ) -> cst.CSTNode:
     """Visits ``node``'s children: with ``results`` a list, the transformer's results are
     collected there and ``node`` with those results is returned; with None, it is read only.
     ``fields_hooked``: whether the visitor's ``on_visit_attribute`` and ``on_leave_attribute``
-    can do anything (see ``_reacts_to_fields``)."""
+    can do anything (see ``_reacts_to_fields``); children of ``unentered`` types are passed
+    over, unchanged."""
     fields = visited_fields(node)
     if fields is None:  # an order libcst's visits disagree on: let libcst walk this node
         return node._visit_and_replace_children(visitor)
@@ -93,10 +105,13 @@ def _visit_children(
         kind = _KINDS.get(type(value)) or _kind_of(value)
         if kind is not _OTHER:
             for child in (value,) if kind is _NODE else value:
-                if results is None:
-                    _read(child, visitor, fields_hooked)
+                if type(child) in unentered:
+                    if results is not None:
+                        results.append((child, child))
+                elif results is None:
+                    _read(child, visitor, fields_hooked, unentered)
                 else:
-                    results.append((child, _transform(child, visitor, fields_hooked)))
+                    results.append((child, _transform(child, visitor, fields_hooked, unentered)))
         if fields_hooked:
             visitor.on_leave_attribute(node, name)
     if not results or all(child is result for child, result in results):
@@ -309,3 +324,88 @@ class _FieldOrderRecorder(cst.CSTVisitor):
 
     def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
         pass
+
+
+def types_leading_nowhere(wanted: frozenset[type]) -> frozenset[type]:
+    """The node types that are not ``wanted`` and can hold no ``wanted`` node at any depth: a
+    walk that acts only on ``wanted`` nodes need not enter them (``visit_without_copying``).
+
+    Most of a tree is such nodes for any rule: whitespace, commas, dots and brackets were 70% of
+    the nodes of torch/nn/functional.py, and a rule that only acts on calls has nothing to do in
+    a name's parentheses either."""
+    below = _types_below()
+    return frozenset(t for t in below if t not in wanted and below[t].isdisjoint(wanted))
+
+
+@functools.cache
+def _types_below() -> dict[type, frozenset[type]]:
+    """Each concrete libcst node type -> the concrete node types that can be under a node of
+    that type, at any depth: what its fields' annotations admit, closed over (libcst's
+    validation and parser keep to them; tests/engine/test_traversal.py checks real trees)."""
+    concrete = [
+        c
+        for c in vars(cst).values()
+        if isinstance(c, type) and issubclass(c, cst.CSTNode) and not inspect.isabstract(c)
+    ]
+    direct = {
+        node_type: frozenset(
+            c
+            for annotation in typing.get_type_hints(node_type).values()
+            for held in _node_classes_in(annotation)
+            for c in concrete
+            if issubclass(c, held)
+        )
+        for node_type in concrete
+    }
+    below = {node_type: set(held) for node_type, held in direct.items()}
+    grew = True
+    while grew:
+        grew = False
+        for reachable in below.values():
+            more = set().union(*(below[t] for t in reachable)) - reachable
+            if more:
+                reachable |= more
+                grew = True
+    return {node_type: frozenset(reachable) for node_type, reachable in below.items()}
+
+
+def _node_classes_in(annotation: object) -> list[type]:
+    """The node classes (abstract ones too) a field annotated ``annotation`` can hold."""
+    if isinstance(annotation, type):
+        return [annotation] if issubclass(annotation, cst.CSTNode) else []
+    if typing.get_origin(annotation) is typing.Literal:
+        return []
+    return [c for argument in typing.get_args(annotation) for c in _node_classes_in(argument)]
+
+
+# Whitespace, comments and line breaks: what only lays code out (they hold nothing else).
+LAYOUT = frozenset(
+    {
+        cst.SimpleWhitespace,
+        cst.ParenthesizedWhitespace,
+        cst.TrailingWhitespace,
+        cst.EmptyLine,
+        cst.Comment,
+        cst.Newline,
+    }
+)
+
+
+def handled_node_types(visitor_type: type) -> frozenset[type]:
+    """The node types ``visitor_type`` has a visit or leave method for, the no-op defaults of
+    libcst's base visitors aside (a field's, ``visit_Call_func``, counts for its node type)."""
+    handled = set()
+    for name in dir(visitor_type):
+        prefix, _, rest = name.partition("_")
+        if prefix not in ("visit", "leave") or not rest:
+            continue
+        node_type = getattr(cst, rest.split("_")[0], None)
+        if not (isinstance(node_type, type) and issubclass(node_type, cst.CSTNode)):
+            continue
+        function = getattr(visitor_type, name)
+        if all(function is not getattr(base, name, None) for base in _LIBCSTS_VISITORS):
+            handled.add(node_type)
+    return frozenset(handled)
+
+
+_LIBCSTS_VISITORS = (cst.CSTVisitor, cst.CSTTransformer)

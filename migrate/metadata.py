@@ -41,7 +41,13 @@ from libcst.metadata.scope_provider import (  # private: see _ScopeVisitor
     ScopeVisitor,
 )
 
-from codemods._traversal import children_of, visit_without_copying
+from codemods._traversal import (
+    LAYOUT,
+    children_of,
+    handled_node_types,
+    types_leading_nowhere,
+    visit_without_copying,
+)
 
 
 class SharedMetadata:
@@ -172,7 +178,7 @@ def _visits_without_copying() -> Iterator[None]:
 
     def visit(node: cst.CSTNode, visitor):
         if isinstance(visitor, cst.CSTVisitor):
-            return visit_without_copying(node, visitor)
+            return visit_without_copying(node, visitor, _unentered_by(type(visitor)))
         return libcst_visit(node, visitor)
 
     cst.CSTNode.visit = visit
@@ -180,6 +186,27 @@ def _visits_without_copying() -> Iterator[None]:
         yield
     finally:
         cst.CSTNode.visit = libcst_visit
+
+
+@functools.cache
+def _unentered_by(visitor_type: type) -> frozenset[type]:
+    """The node types a read-only visitor's walk need not enter (``visit_without_copying``).
+
+    - ``_ScopeVisitor``: whitespace, comments and line breaks, over half of a tree's nodes.
+      libcst's visitor gives them the scope around them; no rule, and none of libcst's import
+      fixers, asks the scope of a layout node.
+    - A visitor whose ``on_visit`` and ``on_leave`` are libcst's (the expression contexts'):
+      the node types holding none it has a method for, which it would only pass through.
+    - Any other: none.
+    """
+    if issubclass(visitor_type, _ScopeVisitor):
+        return LAYOUT
+    if (
+        visitor_type.on_visit is cst.CSTVisitor.on_visit
+        and visitor_type.on_leave is cst.CSTVisitor.on_leave
+    ):
+        return types_leading_nowhere(handled_node_types(visitor_type))
+    return frozenset()
 
 
 class _ScopeVisitor(ScopeVisitor):

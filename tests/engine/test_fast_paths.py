@@ -17,6 +17,7 @@ from libcst.metadata import (
     QualifiedNameProvider,
     ScopeProvider,
 )
+from libcst.metadata.expression_context_provider import ExpressionContextVisitor
 from libcst.metadata.scope_provider import ScopeVisitor
 
 from codemods._base import (
@@ -26,6 +27,7 @@ from codemods._base import (
     children_of,
     walk_all,
 )
+from codemods._traversal import LAYOUT
 from codemods.testing import apply_rule, case_sources
 from migrate import engine, imports, metadata
 from migrate.engine import Selection, rules_that_may_act, run_pipeline
@@ -100,9 +102,14 @@ def test_scopes_resolved_from_visit_module_are_libcsts(source):
     scopes = shared.resolved(ScopeProvider)
     contexts = shared.resolved(ExpressionContextProvider)
     assert shared._wrapper._metadata[ScopeProvider] is scopes  # what libcst's visitors read
-    nodes = list(walk_all(reference.module))
+    every_node = list(walk_all(reference.module))
+    # whitespace, comments and line breaks are not given a scope (metadata._unentered_by)
+    nodes = [n for n in every_node if type(n) not in LAYOUT]
+    assert not [n for n in every_node if type(n) in LAYOUT and n in scopes]
     assert {n for n in nodes if n in scopes} == {n for n in nodes if n in expected_scopes}
-    assert {n: contexts.get(n) for n in nodes} == {n: expected_contexts.get(n) for n in nodes}
+    assert {n: contexts.get(n) for n in every_node} == {
+        n: expected_contexts.get(n) for n in every_node
+    }
     for node in nodes:
         got, expected = scopes.get(node), expected_scopes.get(node)
         assert type(got) is type(expected)
@@ -141,7 +148,9 @@ def test_libcsts_walk_is_back_after_scopes_are_computed(monkeypatch):
     routed = []
     real = metadata.visit_without_copying
     monkeypatch.setattr(
-        metadata, "visit_without_copying", lambda node, v: routed.append(v) or real(node, v)
+        metadata,
+        "visit_without_copying",
+        lambda node, v, *rest: routed.append(v) or real(node, v, *rest),
     )
     shared = SharedMetadata(cst.parse_module("import torch\ndef f(x):\n    return x.cuda()\n"))
     shared.resolved(ScopeProvider)
@@ -490,3 +499,18 @@ def test_files_no_rule_acts_on_are_not_parsed():
     assert rules_that_may_act(library, selection) == []
     masked = "import torch\n\ndef clip(x):\n    x[x < 0] = 0\n    return x\n"
     assert [rule.CODE for rule in rules_that_may_act(masked, selection)] == ["TPU116"]
+
+
+def test_read_only_visitors_skip_only_nodes_they_cannot_need():
+    """What ``CSTNode.visit`` leaves out while metadata is computed (``_unentered_by``)."""
+    assert metadata._unentered_by(metadata._ScopeVisitor) == LAYOUT
+    assert metadata._unentered_by(ScopeVisitor) == frozenset()  # libcst's own: its on_leave
+    contexts = metadata._unentered_by(ExpressionContextVisitor)
+    assert {cst.SimpleWhitespace, cst.Comma, cst.Integer} <= contexts
+    assert not contexts & {cst.Name, cst.Attribute, cst.Call, cst.Lambda, cst.Assign}
+
+    class SeesEveryNode(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            return True
+
+    assert metadata._unentered_by(SeesEveryNode) == frozenset()

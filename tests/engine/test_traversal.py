@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from collections import Counter
 from pathlib import Path
 
@@ -13,18 +12,21 @@ from libcst.codemod import CodemodContext, SkipFile
 from libcst.codemod.visitors import AddImportsVisitor
 
 import codemods
-from codemods._base import FINDINGS_KEY, REWRITES_KEY, STATEMENT_LEVEL, TpuCodemod, walk_all
+from codemods._base import ALWAYS_ENTERED, FINDINGS_KEY, REWRITES_KEY, TpuCodemod, walk_all
 from codemods._loops import ModuleIndex, assigned_pairs
-from codemods._traversal import _reacts_to_fields, visit_without_copying
+from codemods._traversal import (
+    _reacts_to_fields,
+    _types_below,
+    children_of,
+    types_leading_nowhere,
+    visit_without_copying,
+)
 from codemods.testing import case_sources
 from migrate.engine import Selection, run_pipeline
 
 REPO = Path(__file__).resolve().parents[2]
 
 ALL_CASES = [pytest.param(rule, source, id=ident) for rule, ident, source in case_sources()]
-STATEMENT_LEVEL_RULES = [
-    rule for rule in codemods.select_rules((), ()) if not rule._walks_expressions
-]
 
 
 def _with_libcsts_visit(monkeypatch) -> None:
@@ -69,9 +71,10 @@ def _acted_on_sources() -> list[Path]:
 
 
 def _walking_everything(monkeypatch) -> None:
-    """Every rule walks into expressions, as before rules on statements alone stopped."""
-    for rule in STATEMENT_LEVEL_RULES:
-        monkeypatch.setattr(rule, "_walks_expressions", True)
+    """Every rule enters every node, as before a rule's walk left out the node types holding
+    nothing it handles."""
+    for rule in codemods.PIPELINE:
+        monkeypatch.setattr(rule, "_unentered", frozenset())
 
 
 @pytest.mark.parametrize("other_walk", [_with_libcsts_visit, _walking_everything])
@@ -313,7 +316,7 @@ def test_no_rule_needs_the_field_hooks_called():
     assert _reacts_to_fields(_Recorder) and not _reacts_to_fields(cst.CSTTransformer)
 
 
-def test_rules_with_statement_handlers_only_are_told_apart():
+def test_a_rule_enters_only_the_nodes_that_can_hold_what_it_handles():
     class OnStatements(TpuCodemod):
         def leave_SimpleStatementLine(self, original_node, updated_node):
             return updated_node
@@ -329,19 +332,17 @@ def test_rules_with_statement_handlers_only_are_told_apart():
         def visit_Call_func(self, node):
             pass
 
-    assert not OnStatements._walks_expressions
-    assert OnNames._walks_expressions and OnAField._walks_expressions
-    assert STATEMENT_LEVEL_RULES  # else the tests below test nothing
-
-
-@pytest.mark.parametrize(
-    "rule, source",
-    [case for case in ALL_CASES if case.values[0] in STATEMENT_LEVEL_RULES],
-)
-def test_a_rule_on_statements_does_the_same_without_walking_expressions(rule, source, monkeypatch):
-    pruned = _rule_run(rule, source)
-    _walking_everything(monkeypatch)
-    assert pruned == _rule_run(rule, source)
+    expressions = {cst.Call, cst.Name, cst.Attribute, cst.Lambda, cst.Subscript}
+    assert expressions <= OnStatements._unentered
+    assert not OnStatements._unentered & (ALWAYS_ENTERED | {cst.Assign, cst.IndentedBlock, cst.If})
+    # a name's parentheses and whitespace hold no name; a call, a lambda or a subscript may
+    assert {cst.LeftParen, cst.SimpleWhitespace, cst.Comma, cst.Integer} <= OnNames._unentered
+    assert not OnNames._unentered & {cst.Name, cst.Call, cst.Lambda, cst.Subscript, cst.Arg}
+    assert cst.Call not in OnAField._unentered and cst.Name in OnAField._unentered
+    # a rule that handles whitespace enters everything that can hold it
+    assert types_leading_nowhere(frozenset({cst.SimpleWhitespace})) == frozenset(
+        t for t, below in _types_below().items() if cst.SimpleWhitespace not in below
+    ) - {cst.SimpleWhitespace}
 
 
 EVERY_KIND_OF_BLOCK = """\
@@ -416,22 +417,78 @@ class _StatementRecorder(TpuCodemod):
 def test_a_rule_on_statements_still_reaches_every_statement(source):
     module = cst.parse_module(source)
     recorder = _StatementRecorder(CodemodContext())
-    assert not recorder._walks_expressions
+    assert cst.Assign in recorder._unentered
     recorder.transform_module_impl(module)
-    statement_level = [
-        id(node) for node in walk_all(module) if type(node) in STATEMENT_LEVEL
-    ]  # fmt: skip
-    assert set(statement_level) <= set(recorder.left)
+    statements = [id(node) for node in walk_all(module) if type(node) in ALWAYS_ENTERED]
+    assert set(statements) <= set(recorder.left)
     assert len(recorder.left) < len(list(walk_all(module)))  # expressions were not entered
+
+
+EVERY_KIND_OF_EXPRESSION = """\
+from m import *
+from . import (a as b, c)
+import x.y as z
+global g
+x: int = 1
+x += 2; x @= y; x **= 2; x //= 3; x >>= 1; x <<= 1; x ^= 1; x |= 1; x &= 1; x %= 2; x -= 1
+y = [a for a in b if a async for c in d] + {k: v for k, v in e} + {s for s in f} + (g for g in h)
+z = lambda a, /, b=1, *c, d, e=2, **f: (yield a) if not b else (yield from c)
+w = {**a, 'b': 1}, [*a, 1], (*a,), a[1:2:3, ...], a[::], f(*a, **b, c=1), -a, +a, ~a
+v = a < b <= c > d >= e == f != g in h not in i is j is not k and l or m
+u = a + b - c * d / e // f % g ** h @ i << j >> k & l | m ^ n
+t = f"{a!r:>{width}} {b=}" "concatenated", rb'bytes', 1j, 1.5e3, 0x1f, None, True, ...
+if (n := len(a)) > 1:
+    del a[0], b.c
+    assert a, "message"
+    raise E from F
+def f[T: int, *Ts, **P](a: T, *args: *Ts) -> T:
+    nonlocal q
+    async def g():
+        await a
+        return [x async for x in y]
+    type Alias[K] = dict[K, int]
+    return a if b else c
+match point:
+    case {"x": 0, **rest} | Point(x=0, y=_) as p if p:
+        pass
+    case [1, *others, None] | (True | -1 | 1 + 2j) | a.b:
+        pass
+"""
+
+
+def _types_in_subtrees(module: cst.Module) -> list[tuple[type, set[type]]]:
+    """Each node's type with the types of every node under it."""
+    found: list[tuple[type, set[type]]] = []
+
+    def under(node: cst.CSTNode) -> set[type]:
+        types: set[type] = set()
+        for child in children_of(node):
+            types |= {type(child)} | under(child)
+        found.append((type(node), types))
+        return types
+
+    under(module)
+    return found
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(EVERY_KIND_OF_BLOCK, id="every kind of block"),
+        pytest.param(EVERY_KIND_OF_EXPRESSION, id="every kind of expression"),
+    ]
+    + [pytest.param(p.read_text(encoding="utf-8"), id=p.name) for p in _acted_on_sources()],
+)
+def test_what_can_be_under_a_node_type_covers_real_trees(source):
+    """What ``types_leading_nowhere`` stands on: a node's subtree holds only types its type's
+    annotations admit (if libcst broke this, a rule would miss nodes it handles)."""
+    below = _types_below()
+    for node_type, types in _types_in_subtrees(cst.parse_module(source)):
+        assert types <= below[node_type], (node_type.__name__, types - below[node_type])
 
 
 def test_libcsts_concrete_node_classes_are_final():
     """Hot paths compare ``type(node) is cst.Call`` (codemods/_traversal.py)."""
-    concrete = [
-        c
-        for c in vars(cst).values()
-        if isinstance(c, type) and issubclass(c, cst.CSTNode) and not inspect.isabstract(c)
-    ]
-    assert len(concrete) > 150
-    for node_type in concrete:
+    assert len(_types_below()) > 150
+    for node_type in _types_below():
         assert not node_type.__subclasses__(), node_type.__name__
