@@ -7,12 +7,12 @@ statements; the limit is the longer of black's default and the file's own longes
 
 from __future__ import annotations
 
-import difflib
 import textwrap
 
 import black
 import libcst as cst
 
+from .linemap import line_opcodes
 from .metadata import Positions
 
 BLACK_DEFAULT = 88
@@ -37,9 +37,8 @@ def wrap_long_new_lines(original: str, new: str) -> str:
 
 def _long_new_line_numbers(old_lines: list[str], new_lines: list[str], limit: int) -> set[int]:
     stripped = [line.rstrip("\r\n") for line in new_lines]
-    matcher = difflib.SequenceMatcher(None, old_lines, stripped, autojunk=False)
     numbers = set()
-    for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
+    for tag, _i1, _i2, j1, j2 in line_opcodes(old_lines, stripped):
         if tag in ("replace", "insert"):
             numbers.update(j + 1 for j in range(j1, j2) if len(stripped[j]) > limit)
     return numbers
@@ -98,8 +97,7 @@ def realign_continuation_lines(original: str, new: str) -> str:
     """
     old_lines = original.splitlines(keepends=True)
     new_lines = new.splitlines(keepends=True)
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in line_opcodes(old_lines, new_lines):
         if tag != "replace" or i2 - i1 != j2 - j1:
             continue
         for offset in range(i2 - i1):

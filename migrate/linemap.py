@@ -27,8 +27,7 @@ class LineMap:
         if self._identity:
             return
         self.new_lines = new.splitlines()
-        matcher = difflib.SequenceMatcher(None, old.splitlines(), self.new_lines, autojunk=False)
-        self.opcodes = matcher.get_opcodes()
+        self.opcodes = line_opcodes(old.splitlines(), self.new_lines)
         self._starts = [new_start for *_, new_start, _new_end in self.opcodes]
 
     def line(self, new_line: int) -> int:
@@ -50,3 +49,45 @@ class LineMap:
     def adjustment(self, adjustment: VerifyAdjustment) -> VerifyAdjustment:
         first = self.line(adjustment.line)
         return replace(adjustment, line=first, end_line=max(first, self.line(adjustment.end_line)))
+
+
+Opcode = tuple[str, int, int, int, int]
+
+
+def line_opcodes(old: list[str], new: list[str]) -> list[Opcode]:
+    """difflib's opcodes turning ``old`` into ``new``, with the lines the two share at the start
+    and at the end matched to each other first.
+
+    difflib without its junk heuristic (which would misalign repeated lines such as blank lines
+    and closing brackets) is slow on long files; an edit changes a few places, so most of a file
+    is its common head and tail, and only the part between them is handed to difflib.
+    """
+    size = min(len(old), len(new))
+    head = 0
+    while head < size and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < size - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    old_middle, new_middle = old[head : len(old) - tail], new[head : len(new) - tail]
+    middle = difflib.SequenceMatcher(None, old_middle, new_middle, autojunk=False).get_opcodes()
+    opcodes: list[Opcode] = []
+    if head:
+        opcodes.append(("equal", 0, head, 0, head))
+    for tag, old_start, old_end, new_start, new_end in middle:
+        if old_start == old_end and new_start == new_end:
+            continue  # difflib's one "equal" opcode for two empty sequences
+        opcode = (tag, old_start + head, old_end + head, new_start + head, new_end + head)
+        _append_merged(opcodes, opcode)
+    if tail:
+        _append_merged(opcodes, ("equal", len(old) - tail, len(old), len(new) - tail, len(new)))
+    return opcodes
+
+
+def _append_merged(opcodes: list[Opcode], opcode: Opcode) -> None:
+    """Append, merging two neighbouring "equal" opcodes into one, as difflib never gives two."""
+    if opcodes and opcodes[-1][0] == "equal" and opcode[0] == "equal":
+        _tag, old_start, _old_end, new_start, _new_end = opcodes[-1]
+        opcodes[-1] = ("equal", old_start, opcode[2], new_start, opcode[4])
+    else:
+        opcodes.append(opcode)
