@@ -14,7 +14,7 @@ import re
 import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import ClassVar, Iterable, Iterator, Sequence
+from typing import ClassVar, Collection, Iterable, Iterator, Sequence
 
 import libcst as cst
 from libcst.codemod import Codemod, CodemodContext, VisitorBasedCodemodCommand
@@ -34,6 +34,7 @@ from libcst.metadata import (
 
 from ._facts import FileFacts
 from ._traversal import (
+    LAYOUT,
     children_of,
     handled_node_types,
     is_expression_type,
@@ -713,15 +714,16 @@ def with_keyword_argument(call: cst.Call, keyword: str, value: cst.BaseExpressio
 
 
 def walk_all(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """``node`` and every node under it, in source order."""
-    return walk_pruned(node, ())
+    """``node`` and every node under it in source order, layout aside: whitespace, comments and
+    line breaks, which no rule looks for and which are over half of a tree's nodes."""
+    return walk_pruned(node, LAYOUT)
 
 
-def walk_pruned(node: cst.CSTNode, skipped: tuple[type, ...]) -> Iterator[cst.CSTNode]:
-    """``node`` and every node under it in source order, without the subtrees of child nodes of
-    the ``skipped`` types (concrete node classes, matched by type: see codemods/_traversal.py).
-    An explicit stack: recursive generators cost a frame per level for every node, which made
-    walking deep trees a large share of the rules' time."""
+def walk_pruned(node: cst.CSTNode, skipped: Collection[type]) -> Iterator[cst.CSTNode]:
+    """``node`` and every node under it in source order, without the child nodes of the
+    ``skipped`` types and their subtrees (concrete node classes, matched by type: see
+    codemods/_traversal.py). An explicit stack: recursive generators cost a frame per level for
+    every node, which made walking deep trees a large share of the rules' time."""
     pending = [node]
     while pending:
         current = pending.pop()

@@ -16,6 +16,7 @@ import libcst as cst
 from libcst.metadata import ScopeProvider
 
 from ._base import TpuCodemod, children_of, dotted_name, walk_all, walk_pruned
+from ._traversal import LAYOUT
 from ._facts import FileFacts
 
 DATA_LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
@@ -216,7 +217,11 @@ class ModuleIndex:
                 for small in node.body:
                     for target, value in assigned_pairs(small):
                         self._record(Binding(node, target, value, owner), cls)
-            pending.extend((child, node, owner, cls) for child in reversed(children_of(node)))
+            pending.extend(
+                (child, node, owner, cls)
+                for child in reversed(children_of(node))
+                if type(child) not in LAYOUT  # (no rule asks the parent of a layout node)
+            )
 
     def _record(self, binding: Binding, cls: cst.ClassDef | None) -> None:
         self.all_bindings.append(binding)
@@ -496,8 +501,12 @@ def assigned_pairs(small: cst.BaseSmallStatement) -> Iterator[tuple[cst.CSTNode,
 
 
 def walk_code(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Every node under ``node`` that runs as part of it (nested defs and classes excluded)."""
-    return walk_pruned(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+    """Every node under ``node`` that runs as part of it (nested defs and classes excluded),
+    layout aside (as ``walk_all``)."""
+    return walk_pruned(node, _NOT_RUN_AS_PART)
+
+
+_NOT_RUN_AS_PART = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda}) | LAYOUT
 
 
 def new_statement(code: str) -> cst.SimpleStatementLine:

@@ -25,7 +25,7 @@ from codemods._base import (
     TpuCodemod,
     _module_level_imports,
     children_of,
-    walk_all,
+    walk_pruned,
 )
 from codemods._traversal import LAYOUT
 from codemods.testing import apply_rule, case_sources
@@ -54,7 +54,7 @@ def _sample_sources() -> list[Path]:
 def test_children_and_parents_are_libcsts(path):
     module = cst.parse_module(path.read_text(encoding="utf-8"))
     nodes = 0
-    for node in walk_all(module):
+    for node in walk_pruned(module, ()):  # every node
         expected = node.children
         got = children_of(node)
         assert len(got) == len(expected) and all(a is b for a, b in zip(got, expected))
@@ -72,7 +72,7 @@ def test_qualified_names_on_demand_are_libcsts(path):
     reference = wrapper.resolve(QualifiedNameProvider)
     on_demand = _QualifiedNames(wrapper.resolve(ScopeProvider), wrapper.resolve(ParentNodeProvider))
     assert len(on_demand) == len(reference)
-    for node in walk_all(module):
+    for node in walk_pruned(module, ()):  # every node
         expected = reference[node]
         expected = expected() if callable(expected) else expected  # libcst's LazyValue
         assert on_demand[node] == expected
@@ -102,7 +102,7 @@ def test_scopes_resolved_from_visit_module_are_libcsts(source):
     scopes = shared.resolved(ScopeProvider)
     contexts = shared.resolved(ExpressionContextProvider)
     assert shared._wrapper._metadata[ScopeProvider] is scopes  # what libcst's visitors read
-    every_node = list(walk_all(reference.module))
+    every_node = list(walk_pruned(reference.module, ()))
     # whitespace, comments and line breaks are not given a scope (metadata._unentered_by)
     nodes = [n for n in every_node if type(n) not in LAYOUT]
     assert not [n for n in every_node if type(n) in LAYOUT and n in scopes]
