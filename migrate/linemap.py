@@ -71,23 +71,13 @@ def line_opcodes(old: list[str], new: list[str]) -> list[Opcode]:
         tail += 1
     old_middle, new_middle = old[head : len(old) - tail], new[head : len(new) - tail]
     middle = difflib.SequenceMatcher(None, old_middle, new_middle, autojunk=False).get_opcodes()
-    opcodes: list[Opcode] = []
-    if head:
-        opcodes.append(("equal", 0, head, 0, head))
-    for tag, old_start, old_end, new_start, new_end in middle:
-        if old_start == old_end and new_start == new_end:
-            continue  # difflib's one "equal" opcode for two empty sequences
-        opcode = (tag, old_start + head, old_end + head, new_start + head, new_end + head)
-        _append_merged(opcodes, opcode)
+    # The middle starts and ends with lines that differ, so it neither starts nor ends with an
+    # "equal" block: no two "equal" blocks meet.
+    opcodes: list[Opcode] = [("equal", 0, head, 0, head)] if head else []
+    opcodes += [
+        (tag, old_start + head, old_end + head, new_start + head, new_end + head)
+        for tag, old_start, old_end, new_start, new_end in middle
+    ]
     if tail:
-        _append_merged(opcodes, ("equal", len(old) - tail, len(old), len(new) - tail, len(new)))
+        opcodes.append(("equal", len(old) - tail, len(old), len(new) - tail, len(new)))
     return opcodes
-
-
-def _append_merged(opcodes: list[Opcode], opcode: Opcode) -> None:
-    """Append, merging two neighbouring "equal" opcodes into one, as difflib never gives two."""
-    if opcodes and opcodes[-1][0] == "equal" and opcode[0] == "equal":
-        _tag, old_start, _old_end, new_start, _new_end = opcodes[-1]
-        opcodes[-1] = ("equal", old_start, opcode[2], new_start, opcode[4])
-    else:
-        opcodes.append(opcode)

@@ -1,7 +1,10 @@
 """Line maps: each rule's edit is diffed once, against its input, and the maps chain back to the
 user's file."""
 
-from migrate.linemap import LineMap
+import difflib
+import random
+
+from migrate.linemap import LineMap, line_opcodes
 
 ORIGINAL = "import torch\n\nx = torch.ones(2).cuda()\ny = x * 2\nprint(y)\n"
 # the first rule rewrites line 3 into two lines
@@ -31,3 +34,32 @@ def test_an_edit_keeps_its_own_opcodes_and_lines():
     assert first.new_lines == FIRST.splitlines()
     changed = [op for op in first.opcodes if op[0] != "equal"]
     assert changed == [("replace", 2, 3, 2, 4)]
+
+
+def test_line_opcodes_turn_the_old_lines_into_the_new():
+    """Valid difflib opcodes (each block follows the last, "equal" blocks are equal, no two
+    "equal" in a row), the same as difflib's when the versions share no head or tail."""
+    rng = random.Random(7)
+    for _ in range(3000):
+        old = [rng.choice(["a", "b", "", ")"]) for _ in range(rng.randint(0, 12))]
+        new = list(old)
+        for _ in range(rng.randint(0, 3)):
+            at = rng.randint(0, len(new))
+            if rng.random() < 0.5 or not new[at:]:
+                new.insert(at, rng.choice(["a", "c", ""]))
+            else:
+                del new[at]
+        opcodes = line_opcodes(old, new)
+        old_at = new_at = 0
+        for (tag, old_start, old_end, new_start, new_end), following in zip(
+            opcodes, [*opcodes[1:], None]
+        ):
+            assert (old_start, new_start) == (old_at, new_at)
+            if tag == "equal":
+                assert old[old_start:old_end] == new[new_start:new_end]
+                assert following is None or following[0] != "equal"
+            old_at, new_at = old_end, new_end
+        assert (old_at, new_at) == (len(old), len(new))
+        if old[:1] != new[:1] and old[-1:] != new[-1:]:
+            matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+            assert opcodes == matcher.get_opcodes()
