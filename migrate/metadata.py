@@ -268,12 +268,13 @@ class _OnDemand(Mapping):
 
 class _QualifiedNames(Mapping):
     """node -> its qualified names, as ``QualifiedNameProvider`` gives them, computed per node
-    from the scope metadata. Every node of the tree has an entry (empty where the scope pass did
-    not reach); a node outside the tree has none, as with the provider."""
+    from the scope metadata. Every node of the tree but layout nodes (see ``_parents``) has an
+    entry (empty where the scope pass did not reach); a node outside the tree has none, as with
+    the provider."""
 
     def __init__(self, scopes: Mapping, parents: Mapping) -> None:
         self._scopes = scopes
-        self._parents = parents  # child -> parent: every node of the tree but the root
+        self._parents = parents  # child -> parent: the tree's nodes but the root (and layout)
         self._names: dict[cst.CSTNode, set[QualifiedName]] = {}
 
     def __getitem__(self, node: cst.CSTNode) -> set[QualifiedName]:
@@ -415,12 +416,16 @@ def _wrapper_of(module: cst.Module) -> MetadataWrapper:
 
 
 def _parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode] | None:
-    """child -> parent for every node under ``module``; None when a node appears twice."""
+    """child -> parent for every node under ``module`` but layout (whitespace, comments, line
+    breaks: over half of a tree, and nothing asks their parent); None when a node appears
+    twice."""
     parents: dict[cst.CSTNode, cst.CSTNode] = {}
     pending: list[cst.CSTNode] = [module]
     while pending:
         node = pending.pop()
         for child in children_of(node):
+            if type(child) in LAYOUT:
+                continue
             if child in parents:
                 return None
             parents[child] = node

@@ -61,8 +61,11 @@ def test_children_and_parents_are_libcsts(path):
         nodes += 1
     parents = _parents(module)
     reference = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ParentNodeProvider)
-    assert parents is not None and len(parents) == len(reference) == nodes - 1
-    assert all(parents[node] is parent for node, parent in reference.items())
+    assert len(reference) == nodes - 1
+    # layout nodes (whitespace, comments, line breaks) are left out
+    code = {node: parent for node, parent in reference.items() if type(node) not in LAYOUT}
+    assert parents is not None and len(parents) == len(code) < len(reference)
+    assert all(parents[node] is parent for node, parent in code.items())
 
 
 @pytest.mark.parametrize("path", _sample_sources(), ids=lambda p: p.name)
