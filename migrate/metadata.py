@@ -24,7 +24,7 @@ from typing import Iterator
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # private: tests/engine/test_fast_paths.py pins it
-from libcst.codemod import Codemod
+from libcst.codemod import Codemod, ContextAwareTransformer
 from libcst.metadata import (
     BatchableMetadataProvider,
     CodePosition,
@@ -83,7 +83,7 @@ class SharedMetadata:
                 wrapper.resolve_many(dependencies)  # what the helpers read
             rule.context = replace(rule.context, wrapper=wrapper)
             try:
-                return rule.transform_module_impl(wrapper.module)
+                return _one_pass(rule, wrapper.module)
             finally:
                 rule.context = replace(rule.context, wrapper=None)
                 rule.metadata = {}
@@ -160,6 +160,16 @@ class SharedMetadata:
         if self._current_code is None:
             self._current_code = self.module.code
         return self._current_code
+
+
+def _one_pass(rule: Codemod, module: cst.Module) -> cst.Module:
+    """``rule.transform_module_impl(module)``. For libcst's own transformers (the import
+    remover), whose pass is ``module.visit(self)``, the same calls without copying the nodes
+    they leave alone: libcst's copying walk was a third of the remover's time on
+    distributed_test.py."""
+    if type(rule).transform_module_impl is ContextAwareTransformer.transform_module_impl:
+        return visit_without_copying(module, rule)
+    return rule.transform_module_impl(module)
 
 
 @contextmanager
