@@ -370,12 +370,18 @@ def _types_below() -> dict[type, frozenset[type]]:
 
 
 def _node_classes_in(annotation: object) -> list[type]:
-    """The node classes (abstract ones too) a field annotated ``annotation`` can hold."""
+    """The node classes (abstract ones too) a field annotated ``annotation`` can hold; any node
+    for an annotation not understood (``Any``, a name not resolved)."""
+    if annotation in (typing.Any, object):
+        return [cst.CSTNode]
     if isinstance(annotation, type):
         return [annotation] if issubclass(annotation, cst.CSTNode) else []
     if typing.get_origin(annotation) is typing.Literal:
         return []
-    return [c for argument in typing.get_args(annotation) for c in _node_classes_in(argument)]
+    arguments = typing.get_args(annotation)
+    if not arguments:
+        return [cst.CSTNode]
+    return [c for argument in arguments for c in _node_classes_in(argument)]
 
 
 # Whitespace, comments and line breaks: what only lays code out (they hold nothing else).

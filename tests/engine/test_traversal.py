@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from collections import Counter
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from codemods._base import (
 from codemods._loops import ModuleIndex, assigned_pairs
 from codemods._traversal import (
     LAYOUT,
+    _node_classes_in,
     _reacts_to_fields,
     _types_below,
     children_of,
@@ -494,6 +496,12 @@ def test_what_can_be_under_a_node_type_covers_real_trees(source):
     below = _types_below()
     for node_type, types in _types_in_subtrees(cst.parse_module(source)):
         assert types <= below[node_type], (node_type.__name__, types - below[node_type])
+
+
+def test_an_annotation_not_understood_may_hold_any_node():
+    assert _node_classes_in(typing.Any) == _node_classes_in(object) == [cst.CSTNode]
+    assert _node_classes_in(typing.Optional[cst.Name]) == [cst.Name]
+    assert _node_classes_in(typing.Sequence[typing.Union[cst.Arg, str]]) == [cst.Arg]
 
 
 def test_libcsts_concrete_node_classes_are_final():
