@@ -6,8 +6,9 @@ source of ``migrate`` and ``codemods``: editing a rule invalidates everything it
 It stores what the engine hands it: everything a ``FileResult`` says besides the source (the new
 text or "unchanged", rule counts, findings, rewrite regions, verify adjustments, unused
 suppressions, the error), as JSON — never pickle, since a cache directory could come from a
-repository nobody here trusts. Files that were not parsed (pre-filter) are not cached: the
-check that skips them is cheaper than a cache lookup.
+repository nobody here trusts. Files the text pre-filter skips (no torch word, no suppression) are
+not cached: that check is cheaper than a cache lookup. A torch file no rule may act on is: telling
+that parses it with Python's parser.
 
 Location: ``.tpu-migrate-cache/`` in the current directory (with a ``.gitignore`` of ``*`` inside,
 like ruff and pytest), or ``$TPU_MIGRATE_CACHE_DIR``. Entries are JSON files written atomically

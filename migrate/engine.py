@@ -159,18 +159,12 @@ def migrate_file(path: Path, selection: Selection, cache: ResultCache | None = N
         return result
     result.source = source
     mentions_torch = _passes_prefilter(source.text)
-    rules = _rules_that_may_act(source.text, selection) if mentions_torch else []
     has_suppressions = SUPPRESSION_PATTERN.search(source.text) is not None
-    if not rules and not has_suppressions:
-        # (a file with suppressions is still run: the unused ones are reported)
+    if not mentions_torch and not has_suppressions:
         result.skipped = True
-        if mentions_torch:
-            # Not worth a libcst parse, but a broken torch file is still worth a message; the
-            # C parser tells in a fraction of the time.
-            broken = _python_syntax_error(source.text)
-            if broken is not None:
-                result.error, result.error_line = broken
         return result
+    # Looked up before the rules are picked: picking them parses the file with Python's parser,
+    # most of what a re-check of an unchanged file would otherwise cost.
     key = cache.key(path, source.raw) if cache is not None else None
     stored = cache.load(key) if key is not None else None
     if stored is not None:
@@ -179,8 +173,18 @@ def migrate_file(path: Path, selection: Selection, cache: ResultCache | None = N
             return result
         except (KeyError, TypeError, ValueError, AttributeError):  # an entry of another shape
             result = FileResult(path=path, source=source)
-    with _collected_at_the_end():
-        _run_rules(result, selection, rules, has_suppressions)
+    rules = _rules_that_may_act(source.text, selection) if mentions_torch else []
+    if not rules and not has_suppressions:
+        # (a file with suppressions is still run: the unused ones are reported)
+        result.skipped = True
+        # Not worth a libcst parse, but a broken torch file is still worth a message; the C
+        # parser tells in a fraction of the time.
+        broken = _python_syntax_error(source.text)
+        if broken is not None:
+            result.error, result.error_line = broken
+    else:
+        with _collected_at_the_end():
+            _run_rules(result, selection, rules, has_suppressions)
     if key is not None:
         cache.store(key, _cache_payload(result))
     return result
@@ -218,13 +222,15 @@ def _cache_payload(result: FileResult) -> dict:
         "unused_suppressions": [dataclasses.asdict(u) for u in result.unused_suppressions],
         "error": result.error,
         "error_line": result.error_line,
+        "skipped": result.skipped,
     }
 
 
 def _restore(result: FileResult, stored: dict) -> None:
     """The inverse of ``_cache_payload`` (a malformed entry raises: the caller treats it as a miss)."""
     result.error, result.error_line = stored["error"], stored["error_line"]
-    if result.error is None:
+    result.skipped = stored["skipped"]
+    if result.error is None and not result.skipped:
         result.new_text = (
             stored["new_text"] if stored["new_text"] is not None else result.source.text
         )

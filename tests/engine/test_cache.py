@@ -14,24 +14,42 @@ BROKEN = "import torch.cuda\n\ndef f(:\n    pass\n"
 
 
 def essentials(result):
-    return (result.new_text, result.changed, result.applied, result.findings, result.error)
+    return (
+        result.new_text,
+        result.changed,
+        result.applied,
+        result.findings,
+        result.error,
+        result.skipped,
+    )
 
 
 def test_hit_gives_identical_results_without_running_rules(project, tmp_path, monkeypatch):
-    root = project({"a.py": OLD_API, "b.py": FINDING, "c.py": BROKEN, "d.py": "import torch\n"})
+    root = project(
+        {
+            "a.py": OLD_API,
+            "b.py": FINDING,
+            "c.py": BROKEN,
+            "d.py": "import torch\n",
+            "e.py": "import torch\ndef f(:\n",  # no rule may act, and broken
+        }
+    )
     selection = Selection.from_options()
     cache = ResultCache(tmp_path / "cache", selection)
-    first = [migrate_file(root / f"{name}.py", selection, cache) for name in "abcd"]
+    first = [migrate_file(root / f"{name}.py", selection, cache) for name in "abcde"]
     assert (tmp_path / "cache" / ".gitignore").read_text().endswith("*\n")
 
     def no_rules(*args):
-        raise AssertionError("a cache hit must not run the rules")
+        raise AssertionError("a cache hit must not run or even pick the rules")
 
     monkeypatch.setattr(engine, "run_pipeline", no_rules)
     monkeypatch.setattr(engine.cst, "parse_module", no_rules)
-    second = [migrate_file(root / f"{name}.py", selection, cache) for name in "abcd"]
+    monkeypatch.setattr(engine, "_rules_that_may_act", no_rules)
+    monkeypatch.setattr(engine, "_python_syntax_error", no_rules)
+    second = [migrate_file(root / f"{name}.py", selection, cache) for name in "abcde"]
     assert [essentials(r) for r in second] == [essentials(r) for r in first]
     assert first[0].changed and first[1].findings and first[2].error
+    assert first[3].skipped and first[4].skipped and first[4].error
 
 
 def test_changed_content_or_selection_misses(project, tmp_path):
