@@ -38,6 +38,7 @@ from ._traversal import (
     children_of,
     handled_node_types,
     is_expression_type,
+    own_method,
     types_leading_nowhere,
     visit_without_copying,
 )
@@ -468,7 +469,7 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         try:
             return self._handlers[key]
         except KeyError:
-            function = _own_handler(type(self), f"{prefix}_{node_type.__name__}")
+            function = own_method(type(self), f"{prefix}_{node_type.__name__}")
             self._handlers[key] = function
             return function
 
@@ -602,15 +603,6 @@ class TpuCodemod(VisitorBasedCodemodCommand):
                 self._settle_refused_edits()
             result = _without_markers_repeated_in_header(result)
         return result
-
-
-def _own_handler(rule: type, name: str):
-    """``rule``'s method ``name`` (``visit_Call``), or None when it has none or only the no-op
-    default libcst defines for every node type."""
-    function = getattr(rule, name, None)
-    if function is None or getattr(function, "__module__", "").startswith("libcst."):
-        return None
-    return function
 
 
 def _refuse_matcher_decorators(rule: type) -> None:

@@ -408,10 +408,18 @@ def handled_node_types(visitor_type: type) -> frozenset[type]:
         node_type = getattr(cst, rest.split("_")[0], None)
         if not (isinstance(node_type, type) and issubclass(node_type, cst.CSTNode)):
             continue
-        function = getattr(visitor_type, name)
-        if all(function is not getattr(base, name, None) for base in _LIBCSTS_VISITORS):
+        if own_method(visitor_type, name) is not None:
             handled.add(node_type)
     return frozenset(handled)
+
+
+def own_method(visitor_type: type, name: str):
+    """``visitor_type``'s method ``name`` (``visit_Call``), or None when it has none or only the
+    no-op default libcst's base visitors define for every node type."""
+    function = getattr(visitor_type, name, None)
+    if function is None or any(function is getattr(base, name, None) for base in _LIBCSTS_VISITORS):
+        return None
+    return function
 
 
 _LIBCSTS_VISITORS = (cst.CSTVisitor, cst.CSTTransformer)
