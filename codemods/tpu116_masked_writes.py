@@ -76,7 +76,9 @@ class MaskedWrites(TpuCodemod):
 
     @classmethod
     def may_act(cls, facts: FileFacts) -> bool:
-        return any(_may_be_mask_write(write, facts) for write in facts.subscript_writes)
+        return not facts.parsed or any(
+            _may_be_mask_write(write, facts) for write in facts.subscript_writes
+        )
 
     VALID = [
         Valid(

@@ -54,6 +54,15 @@ def test_rule_may_act_wherever_it_acts(rule, case):
             assert rule.may_act(FileFacts.of(text)), f"{rule.CODE}.may_act misses:\n{text}"
 
 
+@pytest.mark.parametrize("rule", codemods.PIPELINE, ids=lambda r: r.CODE)
+def test_rule_may_act_on_code_python_cannot_parse(rule):
+    """Facts of a file Python's parser rejects rule nothing out: the engine then parses it with
+    libcst, or, with no rule left, reports no syntax error (it counts on this)."""
+    broken = FileFacts.of("import torch\nx[x < 0] = torch.cuda(\n")
+    assert not broken.parsed
+    assert rule.may_act(broken)
+
+
 @pytest.mark.parametrize("rule, case", INVALID_CASES)
 def test_invalid_case_second_run_changes_nothing(rule, case):
     output, _ = apply_rule(rule, case.after)

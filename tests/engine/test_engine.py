@@ -122,6 +122,29 @@ def test_failing_rule_leaves_file_alone_and_is_named(project, monkeypatch, rule,
     assert result.new_text is None
 
 
+class _Marking(TpuCodemod):
+    """What it does / Why / Example: a rule that adds a comment, for the engine's error path."""
+
+    CODE, NAME, SUMMARY, SAFETY = "TPU197", "marking", "marks", Safety.SAFE
+
+    def leave_Module(self, original_node, updated_node):
+        self.record_rewrite()
+        return updated_node.with_changes(footer=[cst.EmptyLine(comment=cst.Comment("# seen"))])
+
+
+@pytest.mark.parametrize("later", [_Exploding, _Marking])
+def test_the_first_rule_whose_output_does_not_compile_is_named(project, monkeypatch, later):
+    """Only the final code is compiled; when it fails, or a later rule fails on the broken
+    tree, the rule named is the first whose output does not compile."""
+    monkeypatch.setattr(codemods, "PIPELINE", (_Marking, _Breaking, later))
+    root = project({"t.py": OLD_API})
+    codes = (_Marking.CODE, _Breaking.CODE, later.CODE)
+    result = migrate_file(root / "t.py", Selection(codes))
+    assert result.error.startswith("internal error in rule TPU198: output would not compile")
+    assert result.error_line == len(OLD_API.splitlines()) + 1
+    assert result.new_text is None
+
+
 def test_parallel_run_gives_the_same_results(project):
     files = {f"m{i}.py": OLD_API if i % 2 else "print('no torch here')\n" for i in range(8)}
     root = project(files)
@@ -220,6 +243,11 @@ def test_file_no_selected_rule_can_act_on_is_not_parsed(project, monkeypatch):
         "syntax error: invalid syntax",
         3,
     )
+    monkeypatch.undo()
+    # Python's parser read it to pick the rules, so its syntax is not checked a second time
+    monkeypatch.setattr("migrate.engine._python_syntax_error", no_libcst)
+    root = project({"w.py": "import torch\n\ndef f(table, key):\n    table[key] = 1\n"})
+    assert migrate_file(root / "w.py", ALL).skipped
     monkeypatch.undo()
     cuda_only = Selection.from_options(["TPU101"])
     root = project({"u.py": "import torch\nx = torch.cuda\ndef f(:\n"})
