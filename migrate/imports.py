@@ -54,6 +54,10 @@ def with_imports_removed(module: cst.Module, context: CodemodContext) -> cst.Mod
       the first of those imports; or it is bound only by imports of the module's own scope and
       read inside a function, class, lambda or comprehension. Either way each scope's first
       import is referenced, so the visitor keeps them all.
+
+    A third case needs Python's parser too: the name is elsewhere in the text only as words the
+    visitor does not count as a use (an attribute such as ``torch.autocast``, a comment). Then
+    it is unused, as in the first case (``_never_used``).
     """
     requests: list[ImportRequest] = context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY, [])
     code = module.code
@@ -76,7 +80,10 @@ def with_imports_removed(module: cst.Module, context: CodemodContext) -> cst.Mod
             if tree is None:
                 return None
             scoped = _nodes_in_scopes(tree)  # once per module, whatever the names asked about
-        if not _is_used(tree, scoped, name):
+        if _never_used(tree, name, word):
+            unused.append(name)
+            statements_to_visit.update(id(statement) for statement, count in counts if count)
+        elif not _is_used(tree, scoped, name):
             return None
     if not unused:
         return module
@@ -103,6 +110,25 @@ def _parsed(code: str) -> ast.Module | None:
         return ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+def _never_used(tree: ast.Module, name: str, word: re.Pattern[str]) -> bool:
+    """No code can use ``name``: no name node is ``name``, no string holds the word (an
+    ``__all__`` entry, a string annotation), and only imports at the top level of the module
+    bind it. The visitor then finds each of those imports unused, on the whole module as on
+    their statements alone."""
+    top_level_imports = {id(node) for node in tree.body if isinstance(node, _IMPORTS)}
+    for node in ast.walk(tree):
+        kind = type(node)
+        if kind is ast.Name:
+            if node.id == name:
+                return False
+        elif kind is ast.Constant:
+            if type(node.value) is str and word.search(node.value):
+                return False
+        elif _is_binding(node, name) and id(node) not in top_level_imports:
+            return False
+    return True
 
 
 def _is_used(tree: ast.Module, scoped: list[tuple[ast.AST, ast.AST]], name: str) -> bool:

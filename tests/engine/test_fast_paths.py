@@ -325,7 +325,7 @@ REMOVALS = [
     ("import torch_xla.core.xla_model as xm; print(1)\n", [XM], True),
     ("import torch_xla.core.xla_model as xm; print(xm)\n", [XM], False),
     ("import torch_xla.core.xla_model as xm\n\n__all__ = ['xm']\n", [XM], False),
-    ("import torch_xla.core.xla_model as xm\n\n# xm is gone\n", [XM], False),
+    ("import torch_xla.core.xla_model as xm\n\n# xm is gone\n", [XM], True),
     ("import torch_xla.core.xla_model as xm\n\n\ndef f(xm):\n    return xm\n", [XM], False),
     ("def f():\n    import torch_xla.core.xla_model as xm\n", [XM], False),
     (
@@ -431,6 +431,22 @@ REMOVALS = [
     ),
     ("import torch\ndel torch\n\n\ndef f():\n    return torch\n", [("torch", None, None)], False),
     ("from a import torch\n\n\ndef f():\n    return torch\n", [("a", "torch", None)], True),
+    # elsewhere only as words that are no use of the name: unused
+    (
+        "from torch.cuda.amp import autocast, GradScaler\nimport torch\n\n"
+        "with torch.autocast('xla'):  # autocast\n    x = GradScaler()\n",
+        [("torch.cuda.amp", "autocast", None)],
+        True,
+    ),
+    ("from m import T\nf(T=1)\n", [("m", "T", None)], True),
+    ("from m import T\nfrom T import y\n", [("m", "T", None)], True),
+    ("from m import T\nfrom n import T as U\n", [("m", "T", None)], True),
+    ("from m import T\n\n\ndef f(*, T):\n    pass\n", [("m", "T", None)], False),
+    ("from m import T\n\nx: 'T' = 1\n", [("m", "T", None)], False),
+    ("from m import T\n\n\ndef f(T):\n    return f'{T}'\n", [("m", "T", None)], False),
+    ("from m import T\n\n\ndef f():\n    from m import T\n", [("m", "T", None)], False),
+    ("from m import T\nif X:\n    from n import T\n", [("m", "T", None)], False),
+    ("from m import T\n\n\nclass A(T.B):\n    pass\n", [("m", "T", None)], False),
     (
         "from torch import cuda as t\n\n\ndef f():\n    return torch\n",
         [("torch", "cuda", "t")],
