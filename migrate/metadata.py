@@ -412,12 +412,15 @@ def _wrapper_of(module: cst.Module) -> MetadataWrapper:
 
     libcst's ParentNodeProvider asks every node for its children through a visitor; reading the
     nodes' fields gives the same map several times faster. The walk also tells whether a node is
-    held twice (a rule's output may reuse one): only then is the deep copy libcst makes for
-    safety needed.
+    held twice, which libcst's wrapper prevents by copying the whole tree: then the tree is
+    copied only where a node is held again (``_unshared``).
     """
     parents = _parents(module)
     if parents is None:
-        return MetadataWrapper(module)  # copies; libcst computes the parents of the copy
+        module = _unshared(module)
+        parents = _parents(module)
+    if parents is None:  # (not expected: libcst's wrapper copies, and computes the parents)
+        return MetadataWrapper(module)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     computed = getattr(wrapper, "_metadata", None)
     if isinstance(computed, dict):  # (a private detail of libcst; otherwise libcst computes)
@@ -441,6 +444,32 @@ def _parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode] | None:
             parents[child] = node
             pending.append(child)
     return parents
+
+
+def _unshared(module: cst.Module) -> cst.Module:
+    """``module`` with a copy of its own for each place after the first where a node (but a
+    layout node) is held again, and its ancestors there rebuilt; everything else is kept.
+
+    A rule's output may hold a node twice: a module-level constant node, or libcst's own
+    default ``Dot()`` of every ``Attribute`` built without one. libcst's wrapper then deep
+    copies the whole module, and its parent pass walks the copy: on distributed_test.py twice,
+    1.5 s. Metadata is per node object, so each place needs its own."""
+    return visit_without_copying(module, _Unsharing(), LAYOUT)
+
+
+class _Unsharing(cst.CSTTransformer):
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: set[cst.CSTNode] = set()
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return node not in self._seen
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:
+        if original_node in self._seen:
+            return original_node.deep_clone()
+        self._seen.add(original_node)
+        return updated_node
 
 
 @functools.cache

@@ -498,6 +498,27 @@ def test_a_node_held_twice_is_noticed():
     assert _parents(module) is None
 
 
+def test_a_node_held_twice_gets_a_copy_for_each_place_after_the_first():
+    kept = cst.parse_module("import torch\n").body[0]
+    equal = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+    call = cst.Call(
+        cst.Attribute(cst.Name("a"), cst.Name("f")),  # libcst's default Dot(), shared
+        [cst.Arg(cst.Name("y"), keyword=cst.Name("k"), equal=equal)],
+    )
+    again = cst.SimpleStatementLine([cst.Expr(call)])
+    module = cst.Module(body=[kept, again, again, cst.SimpleStatementLine([cst.Expr(call)])])
+    shared = SharedMetadata(module)
+    parents = shared.resolved(ParentNodeProvider)
+    unshared = shared.module
+    assert unshared.code == module.code
+    assert unshared.body[0] is kept and unshared.body[1] is again  # the first place keeps it
+    assert unshared.body[2] is not again and unshared.body[2].deep_equals(again)
+    nodes = list(walk_pruned(unshared, LAYOUT))[1:]
+    assert len(set(nodes)) == len(nodes) == len(parents)  # each node once, each with its parent
+    assert all(node in children_of(parents[node]) for node in nodes)
+    assert isinstance(shared._wrapper._metadata[ParentNodeProvider], dict)  # ours: no deep copy
+
+
 def test_a_rule_cannot_use_matcher_decorators():
     with pytest.raises(TypeError, match="matcher decorators"):
 
