@@ -38,7 +38,8 @@ def test_an_edit_keeps_its_own_opcodes_and_lines():
 
 def test_line_opcodes_turn_the_old_lines_into_the_new():
     """Valid difflib opcodes (each block follows the last, "equal" blocks are equal, no two
-    "equal" in a row), the same as difflib's when the versions share no head or tail."""
+    "equal" in a row), the same as difflib's when the versions share no head or tail and no
+    line occurs once in each (nothing for the patience diff to anchor on)."""
     rng = random.Random(7)
     for _ in range(3000):
         old = [rng.choice(["a", "b", "", ")"]) for _ in range(rng.randint(0, 12))]
@@ -60,6 +61,25 @@ def test_line_opcodes_turn_the_old_lines_into_the_new():
                 assert following is None or following[0] != "equal"
             old_at, new_at = old_end, new_end
         assert (old_at, new_at) == (len(old), len(new))
-        if old[:1] != new[:1] and old[-1:] != new[-1:]:
+        once_in_each = {line for line in old if old.count(line) == 1 and new.count(line) == 1}
+        if old[:1] != new[:1] and old[-1:] != new[-1:] and not once_in_each:
             matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
             assert opcodes == matcher.get_opcodes()
+
+
+def test_line_opcodes_change_only_the_edited_lines_of_a_long_file():
+    """Edits spread over a file of repeated blank lines and brackets: only the edited lines are
+    marked, each where it is (the lines occurring once anchor the rest)."""
+    old = []
+    for n in range(400):
+        old += [f"def f{n}(x):", "    return g(", "        x,", "    )", ""]
+    new = list(old)
+    new[5 * 100 + 2] = "        x.to(device),"  # replaced
+    del new[5 * 250 + 4]  # a blank line deleted
+    new.insert(5 * 300, "# TODO(tpu-migrate): marker")  # inserted (after the deletion)
+    changed = [op for op in line_opcodes(old, new) if op[0] != "equal"]
+    assert changed == [
+        ("replace", 502, 503, 502, 503),
+        ("delete", 1254, 1255, 1254, 1254),
+        ("insert", 1501, 1501, 1500, 1501),
+    ]
