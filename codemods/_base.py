@@ -32,6 +32,7 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
+from ._codegen import node_code
 from ._facts import FileFacts
 from ._traversal import (
     LAYOUT,
@@ -653,7 +654,7 @@ def statement_call(statement: cst.CSTNode) -> cst.Call | None:
 
 def code_of(node: cst.CSTNode) -> str:
     """The source text of ``node`` on its own."""
-    return cst.Module([]).code_for_node(node)
+    return node_code(node)
 
 
 def dotted_name(node: cst.CSTNode) -> str | None:

@@ -37,6 +37,7 @@ from codemods._base import (
     VerifyAdjustment,
     tidy_torch_xla_imports,
 )
+from codemods._codegen import module_code
 from codemods._facts import FileFacts
 
 from .layout import realign_continuation_lines, wrap_long_new_lines
@@ -342,7 +343,7 @@ def run_pipeline(
         edited = bool(rule_findings) or rewrote
         new_code = None
         if edited:
-            new_code = new_module.code
+            new_code = module_code(new_module)
             edits.append(rule.CODE, new_code)
             # One diff per edit, from the rule's input: the maps chain back to the user's file.
             step = LineMap(new_code, shared.code, then=to_original)
@@ -355,7 +356,7 @@ def run_pipeline(
     except RuleFailure:
         edits.blame_the_first_that_does_not_compile()
         raise
-    new_text = shared.code if module is shared.module else module.code
+    new_text = shared.code if module is shared.module else module_code(module)
     if new_text != original:
         try:
             _check_compiles("imports", filename, new_text)

@@ -19,6 +19,8 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
+from codemods._codegen import module_code
+
 ImportRequest = tuple[str, str | None, str | None]  # (module, obj, asname), libcst's form
 
 
@@ -60,7 +62,7 @@ def with_imports_removed(module: cst.Module, context: CodemodContext) -> cst.Mod
     it is unused, as in the first case (``_never_used``).
     """
     requests: list[ImportRequest] = context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY, [])
-    code = module.code
+    code = module_code(module)
     statements = _top_level_statements_with_imports(module)
     tree: ast.Module | None = None
     scoped: list[tuple[ast.AST, ast.AST]] = []

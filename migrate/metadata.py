@@ -41,6 +41,7 @@ from libcst.metadata.scope_provider import (  # private: see _ScopeVisitor
     ScopeVisitor,
 )
 
+from codemods._codegen import module_code
 from codemods._traversal import (
     LAYOUT,
     children_of,
@@ -144,7 +145,7 @@ class SharedMetadata:
         ``new_module``'s code, when the caller has generated it already.
         """
         current = self.module
-        if new_module is current or (not edited and new_module.code == self.code):
+        if new_module is current or (not edited and module_code(new_module) == self.code):
             # Equal code is enough: the rule's output is dropped and the next rule gets the
             # current tree, whose metadata is resolved (cheaper to tell than deep_equals).
             return current
@@ -158,7 +159,7 @@ class SharedMetadata:
     def code(self) -> str:
         """The current tree's code, generated once per tree."""
         if self._current_code is None:
-            self._current_code = self.module.code
+            self._current_code = module_code(self.module)
         return self._current_code
 
 
@@ -382,29 +383,46 @@ class _RangeRecordingState(CodegenState):
         if node not in self.ranges:
             self.ranges[node] = (start, self._here())
 
-    @contextmanager
     def record_syntactic_position(
         self,
         node: cst.CSTNode,
         *,
         start_node: cst.CSTNode | None = None,
         end_node: cst.CSTNode | None = None,
-    ) -> Iterator[None]:
-        start = self._here()
-        try:
-            yield
-        finally:
-            end = self._here()
-            if start_node is not None:
-                start = self.ranges[start_node][0]
-            if end_node is not None:
-                end = self.ranges[end_node][1]
-            self.ranges[node] = (start, end)
+    ) -> "_SyntacticRange":
+        return _SyntacticRange(self, node, start_node, end_node)
 
     def _here(self) -> int:
         """The index of the next token, the popped newline counted (libcst's position does not
         go back when it is popped)."""
         return len(self.tokens) + len(self.popped)
+
+
+class _SyntacticRange:
+    """Records ``node``'s range as the tokens generated inside the ``with`` block, or from
+    ``start_node``'s start or to ``end_node``'s end. A class: a generator-based context manager
+    costs about twice as much, and there is one per expression."""
+
+    __slots__ = ("_state", "_node", "_start_node", "_end_node", "_start")
+
+    def __init__(
+        self,
+        state: _RangeRecordingState,
+        node: cst.CSTNode,
+        start_node: cst.CSTNode | None,
+        end_node: cst.CSTNode | None,
+    ) -> None:
+        self._state, self._node = state, node
+        self._start_node, self._end_node = start_node, end_node
+
+    def __enter__(self) -> None:
+        self._start = self._state._here()
+
+    def __exit__(self, *exc_info: object) -> None:
+        state = self._state
+        start = self._start if self._start_node is None else state.ranges[self._start_node][0]
+        end = state._here() if self._end_node is None else state.ranges[self._end_node][1]
+        state.ranges[self._node] = (start, end)
 
 
 def _wrapper_of(module: cst.Module) -> MetadataWrapper:

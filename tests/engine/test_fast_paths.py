@@ -7,6 +7,7 @@ from pathlib import Path
 import libcst as cst
 import libcst.matchers as m
 import pytest
+from libcst._nodes.base import CSTCodegenError  # private: libcst does not export it
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import (
@@ -27,6 +28,7 @@ from codemods._base import (
     children_of,
     walk_pruned,
 )
+from codemods._codegen import module_code, node_code
 from codemods._traversal import LAYOUT
 from codemods.testing import apply_rule, case_sources
 from migrate import engine, imports, metadata
@@ -194,6 +196,25 @@ def test_positions_are_libcsts(source):
         assert ours[node] == expected
     with pytest.raises(KeyError):
         ours[cst.Name("elsewhere")]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [pytest.param(p.read_text(encoding="utf-8"), id=p.name) for p in _sample_sources()]
+    + [pytest.param(text, id=name) for name, text in ODD_LAYOUTS.items()],
+)
+def test_code_generated_is_libcsts(source):
+    module = cst.parse_module(source)
+    assert module_code(module) == module.code
+    alone = cst.Module([])
+    for node in walk_pruned(module, ()):  # every node, as code of its own
+        try:
+            expected = alone.code_for_node(node)
+        except CSTCodegenError:  # an annotation's on its own
+            with pytest.raises(CSTCodegenError):
+                node_code(node)
+        else:
+            assert node_code(node) == expected
 
 
 ALL_CASES = [pytest.param(rule, source, id=ident) for rule, ident, source in case_sources()]
