@@ -189,9 +189,12 @@ class ModuleIndex:
         self.bindings: dict[int, Binding] = {}  # id(target Name) -> its binding
         self.self_bindings: dict[tuple[int, str], list[Binding]] = {}  # (id(class), attr)
         self.all_bindings: list[Binding] = []
+        self.nodes: list[cst.CSTNode] = []  # every node but layout, in source order (walk_all)
         self.calls: list[cst.Call] = []
         self.for_loops: list[cst.For] = []
+        self.while_loops: list[cst.While] = []
         self.functions: list[cst.FunctionDef] = []
+        self.classes: list[cst.ClassDef] = []
         self._callees: dict[tuple[bool, str], list[cst.Call]] | None = None
         self._collect()
 
@@ -203,15 +206,19 @@ class ModuleIndex:
             node, parent, owner, cls = pending.pop()
             if parent is not None:
                 self.parents[id(node)] = parent
+            self.nodes.append(node)
             kind = type(node)  # (exact: libcst's node classes are final)
             if kind is cst.Call:
                 self.calls.append(node)
             elif kind is cst.For:
                 self.for_loops.append(node)
+            elif kind is cst.While:
+                self.while_loops.append(node)
             elif kind is cst.FunctionDef:
                 self.functions.append(node)
                 owner = node
             elif kind is cst.ClassDef:
+                self.classes.append(node)
                 cls = node
             elif kind is cst.SimpleStatementLine:
                 for small in node.body:

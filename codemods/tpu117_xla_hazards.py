@@ -551,7 +551,7 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
         self.index = ModuleIndex(self, node)
         self.facts = TensorFacts(self, self.index)
         self._find_step_code()
-        for inner in walk_all(node):
+        for inner in self.index.nodes:
             self._check(inner)
         self._retie_weights()
         return True
@@ -580,11 +580,11 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
             and (cls := index.enclosing_class(f)) is not None
             and self.facts.is_nn_module_class(cls)
         ]
-        loop_bodies = [loop.body for loop in index.for_loops if id(loop) in self._step_loops]
-        loop_bodies += [
-            n.body for n in walk_all(index.module) if type(n) is cst.While
-            and id(n) in self._step_loops
-        ]  # fmt: skip
+        loop_bodies = [
+            loop.body
+            for loop in [*index.for_loops, *index.while_loops]
+            if id(loop) in self._step_loops
+        ]
         called_in_loops = [
             callee[id(n)]
             for body in loop_bodies
@@ -766,7 +766,7 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
 
     def _ties(self) -> dict[int, list[Tie]]:
         found: dict[int, list[Tie]] = {}
-        for cls in (n for n in walk_all(self.index.module) if type(n) is cst.ClassDef):
+        for cls in self.index.classes:
             for method in cls.body.body:
                 if not isinstance(method, cst.FunctionDef):
                     continue

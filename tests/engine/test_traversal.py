@@ -234,8 +234,10 @@ class _IndexReference(cst.CSTVisitor):
         if self.stack and type(node) not in LAYOUT:  # (the index leaves layout out)
             self.parents[id(node)] = id(self.stack[-1])
         self.stack.append(node)
-        if isinstance(node, (cst.Call, cst.For, cst.FunctionDef)):
+        if isinstance(node, (cst.Call, cst.For, cst.While, cst.FunctionDef, cst.ClassDef)):
             self.found.append((type(node).__name__, id(node)))
+        if type(node) not in LAYOUT and not any(type(n) in LAYOUT for n in self.stack):
+            self.found.append(("any", id(node)))
         if isinstance(node, cst.SimpleStatementLine):
             owner = next(
                 n for n in reversed(self.stack) if isinstance(n, (cst.FunctionDef, cst.Module))
@@ -262,7 +264,10 @@ def test_the_module_index_walk_sees_what_libcsts_visit_sees(path):
     for kind, nodes in (
         ("Call", index.calls),
         ("For", index.for_loops),
+        ("While", index.while_loops),
         ("FunctionDef", index.functions),
+        ("ClassDef", index.classes),
+        ("any", index.nodes),
     ):
         assert [id(n) for n in nodes] == [i for k, i in reference.found if k == kind]
     assert [
