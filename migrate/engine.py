@@ -42,7 +42,7 @@ from codemods._facts import FileFacts
 
 from .layout import realign_continuation_lines, wrap_long_new_lines
 from .cache import ResultCache
-from .imports import with_imports_added, with_imports_removed
+from .imports import visitors_set_up_faster, with_imports_added, with_imports_removed
 from .linemap import LineMap
 from .metadata import SharedMetadata
 from .source import SourceError, SourceFile
@@ -422,13 +422,14 @@ def _rewrite_count(context: CodemodContext) -> int:
 def _fix_imports(shared: SharedMetadata, context: CodemodContext) -> cst.Module:
     """The rules' import additions and removals, once, on the pipeline's last tree."""
     try:
-        if context.scratch.get(AddImportsVisitor.CONTEXT_KEY):
-            shared.advance(with_imports_added(shared.module, context), edited=True)
-        if context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
-            removed = with_imports_removed(shared.module, context)
-            if removed is None:
-                removed = shared.transform(RemoveImportsVisitor(context), on_demand=False)
-            shared.advance(removed, edited=True)
+        with visitors_set_up_faster():
+            if context.scratch.get(AddImportsVisitor.CONTEXT_KEY):
+                shared.advance(with_imports_added(shared.module, context), edited=True)
+            if context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
+                removed = with_imports_removed(shared.module, context)
+                if removed is None:
+                    removed = shared.transform(RemoveImportsVisitor(context), on_demand=False)
+                shared.advance(removed, edited=True)
     except Exception as exc:
         raise RuleFailure("imports", _describe(exc)) from exc
     return tidy_torch_xla_imports(shared.module)

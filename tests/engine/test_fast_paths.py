@@ -299,7 +299,8 @@ def test_imports_added_on_the_head_are_libcsts(source, wanted):
     module = cst.parse_module(source)
     for_libcst, for_engine = _two_contexts(AddImportsVisitor.add_needed_import, wanted)
     expected = module.visit(AddImportsVisitor(for_libcst)).code
-    assert imports.with_imports_added(module, for_engine).code == expected
+    with imports.visitors_set_up_faster():  # as the engine runs it
+        assert imports.with_imports_added(module, for_engine).code == expected
 
 
 def _two_contexts(request, requests) -> list[CodemodContext]:
@@ -481,15 +482,44 @@ def test_imports_removed_as_the_text_decides_are_libcsts(source, requests, decid
     module = cst.parse_module(source)
     for_libcst, for_engine = _two_contexts(RemoveImportsVisitor.remove_unused_import, requests)
     expected = RemoveImportsVisitor(for_libcst).transform_module(module).code
-    removed = imports.with_imports_removed(module, for_engine)
-    assert (removed is not None) == decided
-    if (
-        removed is None
-    ):  # the engine's fallback: libcst's visitor, its helpers walked without copying
-        _, for_fallback = _two_contexts(RemoveImportsVisitor.remove_unused_import, requests)
-        shared = SharedMetadata(module)
-        removed = shared.transform(RemoveImportsVisitor(for_fallback), on_demand=False)
+    with imports.visitors_set_up_faster():  # as the engine runs it
+        removed = imports.with_imports_removed(module, for_engine)
+        assert (removed is not None) == decided
+        if removed is None:  # the engine's fallback: libcst's visitor, helpers not copying
+            _, for_fallback = _two_contexts(RemoveImportsVisitor.remove_unused_import, requests)
+            shared = SharedMetadata(module)
+            removed = shared.transform(RemoveImportsVisitor(for_fallback), on_demand=False)
     assert removed.code == expected
+
+
+class _Decorated(m.MatcherDecoratableVisitor):
+    """A matcher-decorated visitor: counts names inside calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names = 0
+
+    @m.call_if_inside(m.Call())
+    @m.visit(m.Name())
+    def count(self, node: cst.Name) -> None:
+        self.names += 1
+
+
+def test_visitors_set_up_faster_only_skips_searches_that_find_nothing():
+    """Visitors are set up as libcst does, decorated ones too, and libcst's own set-up is back
+    afterwards; the three private functions are still there to be stood in for."""
+    from libcst.matchers import _visitors as matcher_visitors
+
+    originals = [getattr(matcher_visitors, name) for name in imports._GATHERERS]
+    module = cst.parse_module("f(a, b)\nc\n")
+    with imports.visitors_set_up_faster():
+        for _ in range(2):  # the second time from what the first found
+            decorated = _Decorated()
+            module.visit(decorated)
+            assert decorated.names == 3  # f, a and b, not c
+            plain = AddImportsVisitor(CodemodContext())
+            assert plain._extra_visit_funcs == {} and plain._matchers == {}
+    assert [getattr(matcher_visitors, name) for name in imports._GATHERERS] == originals
 
 
 def test_the_libcst_internals_relied_on_are_there():
