@@ -353,16 +353,13 @@ def run_pipeline(
         shared.advance(new_module, edited, new_code)
     try:
         module = _fix_imports(shared, context)
+        new_text = shared.code if module is shared.module else module_code(module)
+        if new_text != original:
+            _check_compiles("imports", filename, new_text)
     except RuleFailure:
         edits.blame_the_first_that_does_not_compile()
         raise
-    new_text = shared.code if module is shared.module else module_code(module)
     if new_text != original:
-        try:
-            _check_compiles("imports", filename, new_text)
-        except RuleFailure:
-            edits.blame_the_first_that_does_not_compile()
-            raise
         new_text = _laid_out(original, new_text, filename)
     applied = dict(context.scratch.get(REWRITES_KEY, Counter()))
     findings.sort(key=lambda f: (f.line, f.column, f.code))
