@@ -179,13 +179,12 @@ ODD_LAYOUTS = {
     "empty": "",
     "no-final-newline": "@d\nclass C: x = 1; y = 2",
 }
+SAMPLES_AND_ODD_LAYOUTS = [
+    pytest.param(p.read_text(encoding="utf-8"), id=p.name) for p in _sample_sources()
+] + [pytest.param(text, id=name) for name, text in ODD_LAYOUTS.items()]
 
 
-@pytest.mark.parametrize(
-    "source",
-    [pytest.param(p.read_text(encoding="utf-8"), id=p.name) for p in _sample_sources()]
-    + [pytest.param(text, id=name) for name, text in ODD_LAYOUTS.items()],
-)
+@pytest.mark.parametrize("source", SAMPLES_AND_ODD_LAYOUTS)
 def test_positions_are_libcsts(source):
     module = cst.parse_module(source)
     ours = SharedMetadata(module).resolved(PositionProvider)
@@ -198,11 +197,7 @@ def test_positions_are_libcsts(source):
         ours[cst.Name("elsewhere")]
 
 
-@pytest.mark.parametrize(
-    "source",
-    [pytest.param(p.read_text(encoding="utf-8"), id=p.name) for p in _sample_sources()]
-    + [pytest.param(text, id=name) for name, text in ODD_LAYOUTS.items()],
-)
+@pytest.mark.parametrize("source", SAMPLES_AND_ODD_LAYOUTS)
 def test_code_generated_is_libcsts(source):
     module = cst.parse_module(source)
     assert module_code(module) == module.code
