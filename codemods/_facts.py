@@ -31,6 +31,9 @@ class FileFacts:
     assigned_attributes: set[str] = field(default_factory=set)  # ``x.NAME = ...``
     # class name -> the qualified names its bases may have (a file may define a name twice)
     class_bases: dict[str, set[str]] = field(default_factory=dict)
+    # names and attribute names in what ``for`` statements iterate: ``train_loader`` in
+    # ``for i, b in enumerate(self.train_loader):``
+    iterated_words: set[str] = field(default_factory=set)
 
     @classmethod
     def of(cls, text: str) -> "FileFacts":
@@ -72,6 +75,10 @@ class FileFacts:
 
     def has_string(self, predicate) -> bool:
         return not self.parsed or any(predicate(s) for s in self.strings)
+
+    def iterates_word(self, predicate) -> bool:
+        """A ``for`` statement iterates an expression holding a word ``predicate`` accepts."""
+        return not self.parsed or any(predicate(word) for word in self.iterated_words)
 
     def defines_subclass_of(self, prefix: str, depth: int = 3) -> bool:
         """A class of this file derives from a name under ``prefix`` (``torch.nn``), directly
@@ -123,6 +130,8 @@ class FileFacts:
                 words.add(node.arg)
             elif kind in (ast.FunctionDef, ast.AsyncFunctionDef):
                 words.add(node.name)
+            elif kind is ast.For or kind is ast.AsyncFor:
+                self._iterated(node.iter)
             elif kind is ast.ClassDef:
                 words.add(node.name)
                 classes.append(node)
@@ -178,6 +187,14 @@ class FileFacts:
                 self._bind(element, value)
         elif kind is ast.Starred:
             self._bind(target.value, value)
+
+    def _iterated(self, iterable: ast.expr) -> None:
+        for node in ast.walk(iterable):
+            kind = type(node)
+            if kind is ast.Name:
+                self.iterated_words.add(node.id)
+            elif kind is ast.Attribute:
+                self.iterated_words.add(node.attr)
 
     def _add_qualified(self, dotted: str) -> None:
         parts = dotted.split(".")

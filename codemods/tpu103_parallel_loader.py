@@ -146,8 +146,10 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
     def may_act(cls, facts: FileFacts) -> bool:
         return (
             facts.mentions(*LOADER_CUDA_KEYWORDS, *COPY_CUDA_KEYWORDS, "per_device_loader")
+            or facts.has_string(lambda s: s in LOADER_CUDA_KEYWORDS)  # {"pin_memory": True}
             or facts.uses(*DATA_LOADERS, *MP_DEVICE_LOADERS)
-            or any("loader" in word.lower() for word in facts.words)
+            # a loop over a parameter or attribute named ``*loader`` (``_clearly_a_loader``)
+            or facts.iterates_word(lambda word: word.lower().endswith("loader"))
         )
 
     VALID = [
@@ -758,6 +760,37 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
             "    z = x + y\n",
             why="multi-line calls and dicts keep their trailing commas; one-line statements "
             "joined by ';' lose only the copies",
+        ),
+        Invalid(
+            "import torch\n\n"
+            "cuda_kwargs = {'num_workers': 1, 'pin_memory': True}\n"
+            "train_kwargs.update(cuda_kwargs)\n",
+            "import torch\n\n"
+            "cuda_kwargs = {'num_workers': 1}\n"
+            "train_kwargs.update(cuda_kwargs)\n",
+            why="a pin_memory dict entry with no DataLoader in the file",
+        ),
+        Invalid(
+            "import torch\n"
+            "from tqdm import tqdm\n\n\n"
+            "class Evaluator:\n"
+            "    def __init__(self, model, device):\n"
+            "        self.model = model\n"
+            "        self.device = device\n\n"
+            "    def run(self):\n"
+            "        for batch in tqdm(self.val_loader):\n"
+            "            self.model(batch.to(self.device))\n",
+            "import torch\n"
+            "from tqdm import tqdm\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n\n"
+            "class Evaluator:\n"
+            "    def __init__(self, model, device):\n"
+            "        self.model = model\n"
+            "        self.device = device\n\n"
+            "    def run(self):\n"
+            "        for batch in tqdm(pl.MpDeviceLoader(self.val_loader, self.device)):\n"
+            "            self.model(batch)\n",
+            why="an attribute named *loader, set elsewhere, with no DataLoader in the file",
         ),
     ]
 

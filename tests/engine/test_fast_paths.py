@@ -583,6 +583,13 @@ def test_files_no_rule_acts_on_are_not_parsed():
         '    """mentions cuda, .backward() and torch.save in prose only"""\n'
     )
     assert rules_that_may_act(library, selection) == []
+    loaders_called_not_iterated = (
+        "import torch\n\n"
+        "def lower(x):\n"
+        "    x_loader = x.make_loader()\n"
+        "    return [x_loader(i) for i in range(4)]\n"
+    )
+    assert rules_that_may_act(loaders_called_not_iterated, selection) == []
     masked = "import torch\n\ndef clip(x):\n    x[x < 0] = 0\n    return x\n"
     assert [rule.CODE for rule in rules_that_may_act(masked, selection)] == ["TPU116"]
 
