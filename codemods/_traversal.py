@@ -96,7 +96,13 @@ def _visit_children(
     fields = visited_fields(node)
     if fields is None:  # an order libcst's visits disagree on: let libcst walk this node
         return node._visit_and_replace_children(visitor)
-    for name in fields.order:
+    if fields_hooked:
+        order = fields.order
+    else:
+        order = fields.walked.get(unentered)
+        if order is None:
+            order = fields.walked[unentered] = _fields_to_walk(type(node), fields, unentered)
+    for name in order:
         value = getattr(node, name)
         if value is None and name in fields.skipped_when_none:
             continue
@@ -106,9 +112,8 @@ def _visit_children(
         if kind is not _OTHER:
             for child in (value,) if kind is _NODE else value:
                 if type(child) in unentered:
-                    if results is not None:
-                        results.append((child, child))
-                elif results is None:
+                    continue  # unchanged: ``_Replay`` gives it back as it is
+                if results is None:
                     _read(child, visitor, fields_hooked, unentered)
                 else:
                     results.append((child, _transform(child, visitor, fields_hooked, unentered)))
@@ -116,10 +121,26 @@ def _visit_children(
             visitor.on_leave_attribute(node, name)
     if not results or all(child is result for child, result in results):
         return node
-    replay = _Replay(results)
+    replay = _Replay(results, unentered)
     rebuilt = node._visit_and_replace_children(replay)
     replay.check_all_used(node)
     return rebuilt
+
+
+def _fields_to_walk(
+    node_type: type, fields: VisitedFields, unentered: frozenset[type]
+) -> tuple[str, ...]:
+    """``fields.order`` without the fields whose annotation admits only ``unentered`` types
+    (the whitespace around a call's parentheses, for a rule): nothing in them would be
+    entered. Over the trees of the quarter of the torch sources that rules act on, reading
+    them made a rule-like walk take 1.11 s instead of 0.80 s, a scope-like one 0.67 s
+    instead of 0.53 s."""
+    admits = _field_admits(node_type)
+    return tuple(
+        name
+        for name in fields.order
+        if name not in admits or not admits[name] <= unentered  # (unknown: walked)
+    )
 
 
 @functools.cache
@@ -175,21 +196,27 @@ def _kind_of(value: object) -> str:
 
 class _Replay(cst.CSTTransformer):
     """Hands libcst's rebuilding of one node the results its children already have, in the
-    order libcst asks for them (a node may hold the same child object twice)."""
+    order libcst asks for them (a node may hold the same child object twice). A child of an
+    ``unentered`` type was not walked, and has no result: it stays as it is."""
 
-    def __init__(self, results: list[tuple[cst.CSTNode, VisitResult]]) -> None:
+    def __init__(
+        self, results: list[tuple[cst.CSTNode, VisitResult]], unentered: frozenset[type]
+    ) -> None:
         super().__init__()
         self._pending = deque(results)
+        self._unentered = unentered
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         return False
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> VisitResult:
-        if not self._pending or self._pending[0][0] is not original_node:
-            raise RuntimeError(
-                f"{type(original_node).__name__} visited out of the order it was learnt in"
-            )
-        return self._pending.popleft()[1]
+        if self._pending and self._pending[0][0] is original_node:
+            return self._pending.popleft()[1]
+        if type(original_node) in self._unentered:
+            return original_node
+        raise RuntimeError(
+            f"{type(original_node).__name__} visited out of the order it was learnt in"
+        )
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         pass
@@ -226,6 +253,10 @@ class VisitedFields:
     order: tuple[str, ...]  # the fields libcst's visit goes through, in order
     others: tuple[str, ...]  # the node's other fields that may hold nodes, by their types
     skipped_when_none: frozenset[str]  # fields of ``order`` not visited at all when None
+    # unentered types -> the fields of ``order`` a walk that does not enter them goes through
+    walked: dict[frozenset[type], tuple[str, ...]] = dataclasses.field(
+        default_factory=dict, compare=False
+    )
 
 
 def visited_fields(node: cst.CSTNode) -> VisitedFields | None:
@@ -342,20 +373,9 @@ def _types_below() -> dict[type, frozenset[type]]:
     """Each concrete libcst node type -> the concrete node types that can be under a node of
     that type, at any depth: what its fields' annotations admit, closed over (libcst's
     validation and parser keep to them; tests/engine/test_traversal.py checks real trees)."""
-    concrete = [
-        c
-        for c in vars(cst).values()
-        if isinstance(c, type) and issubclass(c, cst.CSTNode) and not inspect.isabstract(c)
-    ]
     direct = {
-        node_type: frozenset(
-            c
-            for annotation in typing.get_type_hints(node_type).values()
-            for held in _node_classes_in(annotation)
-            for c in concrete
-            if issubclass(c, held)
-        )
-        for node_type in concrete
+        node_type: frozenset().union(*_field_admits(node_type).values())
+        for node_type in _concrete_node_types()
     }
     below = {node_type: set(held) for node_type, held in direct.items()}
     grew = True
@@ -367,6 +387,29 @@ def _types_below() -> dict[type, frozenset[type]]:
                 reachable |= more
                 grew = True
     return {node_type: frozenset(reachable) for node_type, reachable in below.items()}
+
+
+@functools.cache
+def _field_admits(node_type: type) -> dict[str, frozenset[type]]:
+    """Each field of ``node_type`` -> the concrete node types its annotation admits."""
+    return {
+        name: frozenset(
+            c
+            for held in _node_classes_in(annotation)
+            for c in _concrete_node_types()
+            if issubclass(c, held)
+        )
+        for name, annotation in typing.get_type_hints(node_type).items()
+    }
+
+
+@functools.cache
+def _concrete_node_types() -> tuple[type, ...]:
+    return tuple(
+        c
+        for c in vars(cst).values()
+        if isinstance(c, type) and issubclass(c, cst.CSTNode) and not inspect.isabstract(c)
+    )
 
 
 def _node_classes_in(annotation: object) -> list[type]:

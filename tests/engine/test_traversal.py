@@ -24,12 +24,15 @@ from codemods._base import (
 from codemods._loops import ModuleIndex, assigned_pairs
 from codemods._traversal import (
     LAYOUT,
+    _field_admits,
+    _fields_to_walk,
     _node_classes_in,
     _reacts_to_fields,
     _types_below,
     children_of,
     types_leading_nowhere,
     visit_without_copying,
+    visited_fields,
 )
 from codemods.testing import case_sources
 from migrate.engine import Selection, run_pipeline
@@ -487,20 +490,47 @@ def _types_in_subtrees(module: cst.Module) -> list[tuple[type, set[type]]]:
     return found
 
 
-@pytest.mark.parametrize(
-    "source",
-    [
-        pytest.param(EVERY_KIND_OF_BLOCK, id="every kind of block"),
-        pytest.param(EVERY_KIND_OF_EXPRESSION, id="every kind of expression"),
-    ]
-    + [pytest.param(p.read_text(encoding="utf-8"), id=p.name) for p in _acted_on_sources()],
-)
+EVERY_KIND_AND_REAL_SOURCES = [
+    pytest.param(EVERY_KIND_OF_BLOCK, id="every kind of block"),
+    pytest.param(EVERY_KIND_OF_EXPRESSION, id="every kind of expression"),
+] + [pytest.param(p.read_text(encoding="utf-8"), id=p.name) for p in _acted_on_sources()]
+
+
+@pytest.mark.parametrize("source", EVERY_KIND_AND_REAL_SOURCES)
 def test_what_can_be_under_a_node_type_covers_real_trees(source):
     """What ``types_leading_nowhere`` stands on: a node's subtree holds only types its type's
     annotations admit (if libcst broke this, a rule would miss nodes it handles)."""
     below = _types_below()
     for node_type, types in _types_in_subtrees(cst.parse_module(source)):
         assert types <= below[node_type], (node_type.__name__, types - below[node_type])
+
+
+@pytest.mark.parametrize("source", EVERY_KIND_AND_REAL_SOURCES)
+def test_what_a_field_holds_is_what_its_annotation_admits(source):
+    """What a walk stands on when it does not read a field whose annotation admits only types
+    it does not enter (``_fields_to_walk``)."""
+    for node in walk_pruned(cst.parse_module(source), ()):
+        fields = visited_fields(node)
+        admits = _field_admits(type(node))
+        for name in fields.order if fields is not None else ():
+            value = getattr(node, name)
+            for child in value if isinstance(value, (tuple, list)) else (value,):
+                if isinstance(child, cst.CSTNode):
+                    assert type(child) in admits[name], (type(node).__name__, name)
+
+
+def test_a_walk_that_passes_over_fields_rebuilds_nodes_as_libcst_does():
+    """The whitespace fields of a call, a list and an assignment are not read by a walk that
+    only enters names; the nodes rebuilt around its edits keep them."""
+    module = cst.parse_module("f ( x , y = x )  # c\nz = [ x ]\n")
+    unentered = types_leading_nowhere(frozenset({cst.Name}))
+    assert _fields_to_walk(cst.Call, visited_fields(module.body[0].body[0].value), unentered) == (
+        "func",
+        "args",
+    )
+    ours = visit_without_copying(module, _Rename("x", "w"), unentered)
+    assert ours.code == module.visit(_Rename("x", "w")).code
+    assert ours.code == "f ( w , y = w )  # c\nz = [ w ]\n"
 
 
 def test_an_annotation_not_understood_may_hold_any_node():
