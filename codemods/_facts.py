@@ -28,7 +28,8 @@ class FileFacts:
     # ``x[i] = v`` statements (one target), and ``name = value`` values by name
     subscript_writes: list[ast.Assign] = field(default_factory=list)
     values_of: dict[str, list[ast.expr]] = field(default_factory=dict)
-    assigned_attributes: set[str] = field(default_factory=set)  # ``x.NAME = ...``
+    # ``x.NAME = y.OTHER`` statements (one target): (NAME, OTHER)
+    attribute_copies: set[tuple[str, str]] = field(default_factory=set)
     # class name -> the qualified names its bases may have (a file may define a name twice)
     class_bases: dict[str, set[str]] = field(default_factory=dict)
     # names and attribute names in what ``for`` statements iterate: ``train_loader`` in
@@ -75,6 +76,10 @@ class FileFacts:
 
     def has_string(self, predicate) -> bool:
         return not self.parsed or any(predicate(s) for s in self.strings)
+
+    def copies_attribute(self, predicate) -> bool:
+        """A statement ``x.a = y.b`` for which ``predicate(a, b)`` holds."""
+        return not self.parsed or any(predicate(a, b) for a, b in self.attribute_copies)
 
     def iterates_word(self, predicate) -> bool:
         """A ``for`` statement iterates an expression holding a word ``predicate`` accepts."""
@@ -170,9 +175,13 @@ class FileFacts:
                     bases.update(".".join([head, *chain[1:]]) for head in heads)
 
     def _assignment(self, node: ast.Assign) -> None:
-        for target in node.targets:
-            if type(target) is ast.Subscript and len(node.targets) == 1:
+        if len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+            if type(target) is ast.Subscript:
                 self.subscript_writes.append(node)
+            elif type(target) is ast.Attribute and type(value) is ast.Attribute:
+                self.attribute_copies.add((target.attr, value.attr))
+        for target in node.targets:
             self._bind(target, node.value)
 
     def _bind(self, target: ast.expr, value: ast.expr) -> None:
@@ -180,8 +189,6 @@ class FileFacts:
         kind = type(target)
         if kind is ast.Name:
             self.values_of.setdefault(target.id, []).append(value)
-        elif kind is ast.Attribute:
-            self.assigned_attributes.add(target.attr)
         elif kind in (ast.Tuple, ast.List):
             for element in target.elts:
                 self._bind(element, value)

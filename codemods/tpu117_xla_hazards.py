@@ -141,7 +141,7 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
     def may_act(cls, facts: FileFacts) -> bool:
         return (
             facts.calls(*STORAGE_METHODS)
-            or not facts.assigned_attributes.isdisjoint(TIED_ATTRIBUTES)
+            or facts.copies_attribute(lambda a, b: a in TIED_ATTRIBUTES and b in TIED_ATTRIBUTES)
             or facts.calls("backward")
             or facts.uses("torch.autograd.backward")
             or (facts.mentions("forward") and facts.defines_subclass_of("torch.nn"))

@@ -590,6 +590,13 @@ def test_files_no_rule_acts_on_are_not_parsed():
         "    return [x_loader(i) for i in range(4)]\n"
     )
     assert rules_that_may_act(loaders_called_not_iterated, selection) == []
+    weights_set_not_tied = (
+        "import torch\n\n"
+        "def init(layer, w):\n"
+        "    layer.weight = torch.nn.Parameter(w)\n"
+        "    layer.bias = None\n"
+    )
+    assert rules_that_may_act(weights_set_not_tied, selection) == []
     masked = "import torch\n\ndef clip(x):\n    x[x < 0] = 0\n    return x\n"
     assert [rule.CODE for rule in rules_that_may_act(masked, selection)] == ["TPU116"]
 
