@@ -1,4 +1,5 @@
-"""Code generation as libcst's, without its cost of offering to record positions.
+"""Code generation as libcst's, without its cost of offering to record positions, and without
+generating again the statements a pipeline's earlier trees already had.
 
 libcst's nodes generate their code inside ``with state.record_syntactic_position(node):``, a
 generator-based context manager that does nothing unless positions are recorded: over a quarter
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
+from typing import Iterator
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # private: test_fast_paths pins it
@@ -19,13 +22,47 @@ _NOTHING_RECORDED = contextlib.nullcontext()
 
 @dataclasses.dataclass
 class _PlainCodegenState(CodegenState):
+    statements: "StatementCode | None" = None
+
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
         return _NOTHING_RECORDED
 
 
-def module_code(module: cst.Module) -> str:
-    """``module.code``."""
-    return node_code(module, module.default_indent, module.default_newline)
+class StatementCode:
+    """The tokens each statement generated, by the indentation it was generated at, kept over
+    the trees of one pipeline run.
+
+    A rule's output keeps every node it did not change (``visit_without_copying``), so after an
+    edit only the statements on the path to it are new objects: the others' code is known. The
+    code of a statement depends only on the statement, the indentation around it and the
+    module's default indent and newline (libcst's ``CodegenState``), which make the key. On
+    distributed_test.py, 13 edits: 1.6 s of code generation before."""
+
+    def __init__(self) -> None:
+        self._tokens: dict[cst.CSTNode, dict[tuple, tuple[str, ...]]] = {}
+
+    def generate(self, statement: cst.CSTNode, state: _PlainCodegenState) -> None:
+        key = (state.default_indent, state.default_newline, *state.indent_tokens)
+        known = self._tokens.get(statement)
+        tokens = known.get(key) if known is not None else None
+        if tokens is not None:
+            state.tokens.extend(tokens)
+            return
+        start = len(state.tokens)
+        _libcsts_codegen(type(statement))(statement, state)
+        self._tokens.setdefault(statement, {})[key] = tuple(state.tokens[start:])
+
+
+def module_code(module: cst.Module, statements: StatementCode | None = None) -> str:
+    """``module.code``; with ``statements``, the statements it has seen are not generated again."""
+    state = _PlainCodegenState(
+        default_indent=module.default_indent,
+        default_newline=module.default_newline,
+        statements=statements,
+    )
+    with _statements_from(statements):
+        module._codegen(state)
+    return "".join(state.tokens)
 
 
 def node_code(node: cst.CSTNode, default_indent: str = "    ", default_newline: str = "\n") -> str:
@@ -34,3 +71,51 @@ def node_code(node: cst.CSTNode, default_indent: str = "    ", default_newline: 
     state = _PlainCodegenState(default_indent=default_indent, default_newline=default_newline)
     node._codegen(state)
     return "".join(state.tokens)
+
+
+def _statement_codegen(self: cst.CSTNode, state: CodegenState, **kwargs) -> None:
+    statements = getattr(state, "statements", None)
+    if statements is None or kwargs:
+        _libcsts_codegen(type(self))(self, state, **kwargs)
+    else:
+        statements.generate(self, state)
+
+
+@contextlib.contextmanager
+def _statements_from(statements: StatementCode | None) -> Iterator[None]:
+    """While a module's code is generated with ``statements``, each statement's code generation
+    goes through it. libcst's is put back after (and any other code generation state, such as
+    the position recorder's, is passed straight to libcst's meanwhile)."""
+    if statements is None:
+        yield
+        return
+    for statement_type in _STATEMENT_TYPES:
+        statement_type._codegen = _statement_codegen
+    try:
+        yield
+    finally:
+        for statement_type, own in _OWN_CODEGEN.items():
+            if own is None:
+                del statement_type._codegen  # back to the one it inherits
+            else:
+                statement_type._codegen = own
+
+
+_STATEMENT_TYPES = tuple(
+    c
+    for c in vars(cst).values()
+    if isinstance(c, type)
+    and issubclass(c, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+    and not inspect.isabstract(c)
+)
+# libcst's code generation of each statement type, taken before any is replaced: its own
+# method (None: inherited from CSTNode, today for all of them), and the one it runs
+_OWN_CODEGEN = {c: vars(c).get("_codegen") for c in _STATEMENT_TYPES}
+_LIBCSTS_CODEGEN = {c: c._codegen for c in _STATEMENT_TYPES}
+
+
+def _libcsts_codegen(node_type: type):
+    for base in node_type.__mro__:  # (a subclass of a statement type inherits the replacement)
+        if base in _LIBCSTS_CODEGEN:
+            return _LIBCSTS_CODEGEN[base]
+    return cst.CSTNode._codegen

@@ -343,7 +343,7 @@ def run_pipeline(
         edited = bool(rule_findings) or rewrote
         new_code = None
         if edited:
-            new_code = module_code(new_module)
+            new_code = module_code(new_module, shared.statements)
             edits.append(rule.CODE, new_code)
             # One diff per edit, from the rule's input: the maps chain back to the user's file.
             step = LineMap(new_code, shared.code, then=to_original)
@@ -353,7 +353,9 @@ def run_pipeline(
         shared.advance(new_module, edited, new_code)
     try:
         module = _fix_imports(shared, context)
-        new_text = shared.code if module is shared.module else module_code(module)
+        new_text = (
+            shared.code if module is shared.module else module_code(module, shared.statements)
+        )
         if new_text != original:
             _check_compiles("imports", filename, new_text)
     except RuleFailure:

@@ -41,7 +41,7 @@ from libcst.metadata.scope_provider import (  # private: see _ScopeVisitor
     ScopeVisitor,
 )
 
-from codemods._codegen import module_code
+from codemods._codegen import StatementCode, module_code
 from codemods._traversal import (
     LAYOUT,
     children_of,
@@ -58,6 +58,7 @@ class SharedMetadata:
         self._module = module
         self._current_code = code
         self._resolved: dict[type, Mapping] = {}
+        self.statements = StatementCode()  # the code of this run's trees' statements
 
     @property
     def module(self) -> cst.Module:
@@ -145,7 +146,9 @@ class SharedMetadata:
         ``new_module``'s code, when the caller has generated it already.
         """
         current = self.module
-        if new_module is current or (not edited and module_code(new_module) == self.code):
+        if new_module is current or (
+            not edited and module_code(new_module, self.statements) == self.code
+        ):
             # Equal code is enough: the rule's output is dropped and the next rule gets the
             # current tree, whose metadata is resolved (cheaper to tell than deep_equals).
             return current
@@ -159,7 +162,7 @@ class SharedMetadata:
     def code(self) -> str:
         """The current tree's code, generated once per tree."""
         if self._current_code is None:
-            self._current_code = module_code(self.module)
+            self._current_code = module_code(self.module, self.statements)
         return self._current_code
 
 

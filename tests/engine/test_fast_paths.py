@@ -28,8 +28,8 @@ from codemods._base import (
     children_of,
     walk_pruned,
 )
-from codemods._codegen import module_code, node_code
-from codemods._traversal import LAYOUT
+from codemods._codegen import StatementCode, module_code, node_code
+from codemods._traversal import LAYOUT, visit_without_copying
 from codemods.testing import apply_rule, case_sources
 from migrate import engine, imports, metadata
 from migrate.engine import Selection, rules_that_may_act, run_pipeline
@@ -210,6 +210,56 @@ def test_code_generated_is_libcsts(source):
                 node_code(node)
         else:
             assert node_code(node) == expected
+
+
+class _RenameFirstName(cst.CSTTransformer):
+    """Renames the first name of the module wherever it is: some statements are rebuilt."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.old: str | None = None
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+        self.old = self.old or original_node.value
+        return (
+            updated_node.with_changes(value="renamed")
+            if updated_node.value == self.old
+            else updated_node
+        )
+
+
+class _DropEveryOtherStatement(cst.CSTTransformer):
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        return updated_node.with_changes(body=updated_node.body[::2])
+
+
+@pytest.mark.parametrize("source", SAMPLES_AND_ODD_LAYOUTS)
+def test_code_generated_from_statements_seen_before_is_libcsts(source):
+    """One ``StatementCode`` over a run's trees, as in the pipeline: each tree's code is
+    libcst's, and libcst's code generation is back after each."""
+    statements = StatementCode()
+    module = cst.parse_module(source)
+    for edit in (None, _RenameFirstName(), _DropEveryOtherStatement(), _RenameFirstName()):
+        if edit is not None:
+            module = visit_without_copying(module, edit)
+        assert module_code(module, statements) == module.code
+        assert cst.SimpleStatementLine._codegen is cst.CSTNode._codegen
+
+
+def test_a_statement_seen_at_one_indentation_is_generated_again_at_another():
+    statements = StatementCode()
+    statement = cst.parse_statement("x = [\n    1,\n]  # one\n")
+    at_top = cst.Module(body=[statement])
+    nested = cst.parse_module("def f():\n    pass\n")
+    nested = nested.with_changes(
+        body=[nested.body[0].with_changes(body=cst.IndentedBlock(body=[statement]))]
+    )
+    with_tabs = nested.with_changes(default_indent="\t")
+    for module in (at_top, nested, with_tabs, at_top):
+        assert module_code(module, statements) == module.code
+    # (continuation lines take the indentation of the block too)
+    assert nested.code == "def f():\n    x = [\n        1,\n    ]  # one\n"
+    assert with_tabs.code == "def f():\n\tx = [\n\t    1,\n\t]  # one\n"
 
 
 ALL_CASES = [pytest.param(rule, source, id=ident) for rule, ident, source in case_sources()]
