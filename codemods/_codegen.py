@@ -27,30 +27,50 @@ class _PlainCodegenState(CodegenState):
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
         return _NOTHING_RECORDED
 
+    # what ``StatementCode`` asks of a code generation state
+    def mark(self) -> int:
+        return len(self.tokens)
+
+    def generated_since(self, mark: int, statement: cst.CSTNode) -> "Generated":
+        return Generated(tuple(self.tokens[mark:]))
+
+    def replay(self, generated: "Generated") -> bool:
+        self.tokens.extend(generated.tokens)
+        return True
+
+
+@dataclasses.dataclass(frozen=True)
+class Generated:
+    """What one statement's code generation gave: its tokens, and, when it recorded positions,
+    each node's range as token indexes from the statement's first token."""
+
+    tokens: tuple[str, ...]
+    ranges: tuple[tuple[cst.CSTNode, int, int], ...] | None = None
+
 
 class StatementCode:
-    """The tokens each statement generated, by the indentation it was generated at, kept over
-    the trees of one pipeline run.
+    """What each statement's code generation gave, by the indentation around it, kept over the
+    trees of one pipeline run.
 
     A rule's output keeps every node it did not change (``visit_without_copying``), so after an
     edit only the statements on the path to it are new objects: the others' code is known. The
     code of a statement depends only on the statement, the indentation around it and the
     module's default indent and newline (libcst's ``CodegenState``), which make the key. On
-    distributed_test.py, 13 edits: 1.6 s of code generation before."""
+    distributed_test.py, 13 edits: 1.6 s of code generation before. The position recorder
+    (migrate/metadata.py) keeps the ranges of simple statements too."""
 
     def __init__(self) -> None:
-        self._tokens: dict[cst.CSTNode, dict[tuple, tuple[str, ...]]] = {}
+        self._known: dict[cst.CSTNode, dict[tuple, Generated]] = {}
 
-    def generate(self, statement: cst.CSTNode, state: _PlainCodegenState) -> None:
+    def generate(self, statement: cst.CSTNode, state) -> None:
         key = (state.default_indent, state.default_newline, *state.indent_tokens)
-        known = self._tokens.get(statement)
-        tokens = known.get(key) if known is not None else None
-        if tokens is not None:
-            state.tokens.extend(tokens)
+        known = self._known.get(statement)
+        generated = known.get(key) if known is not None else None
+        if generated is not None and state.replay(generated):
             return
-        start = len(state.tokens)
+        mark = state.mark()
         _libcsts_codegen(type(statement))(statement, state)
-        self._tokens.setdefault(statement, {})[key] = tuple(state.tokens[start:])
+        self._known.setdefault(statement, {})[key] = state.generated_since(mark, statement)
 
 
 def module_code(module: cst.Module, statements: StatementCode | None = None) -> str:
@@ -60,7 +80,7 @@ def module_code(module: cst.Module, statements: StatementCode | None = None) -> 
         default_newline=module.default_newline,
         statements=statements,
     )
-    with _statements_from(statements):
+    with statements_from(statements):
         module._codegen(state)
     return "".join(state.tokens)
 
@@ -82,7 +102,7 @@ def _statement_codegen(self: cst.CSTNode, state: CodegenState, **kwargs) -> None
 
 
 @contextlib.contextmanager
-def _statements_from(statements: StatementCode | None) -> Iterator[None]:
+def statements_from(statements: StatementCode | None) -> Iterator[None]:
     """While a module's code is generated with ``statements``, each statement's code generation
     goes through it. libcst's is put back after (and any other code generation state, such as
     the position recorder's, is passed straight to libcst's meanwhile)."""

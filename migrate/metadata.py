@@ -41,7 +41,7 @@ from libcst.metadata.scope_provider import (  # private: see _ScopeVisitor
     ScopeVisitor,
 )
 
-from codemods._codegen import StatementCode, module_code
+from codemods._codegen import Generated, StatementCode, module_code, statements_from
 from codemods._traversal import (
     LAYOUT,
     children_of,
@@ -103,7 +103,7 @@ class SharedMetadata:
                 self.resolved(ScopeProvider), self.resolved(ParentNodeProvider)
             )
         elif provider is PositionProvider:
-            metadata = Positions(self.module)
+            metadata = Positions(self.module, self.statements)
             if self._current_code is None:
                 self._current_code = metadata.code  # that code generation gave the code too
         elif _visits_only_the_module(provider):
@@ -327,11 +327,16 @@ class Positions(Mapping):
     provider decides it, and only the ranges asked for are turned into lines and columns.
     """
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, statements: StatementCode | None = None) -> None:
+        """``statements``: what earlier trees' statements generated (the ranges of the simple
+        statements this tree shares with them are not recorded again)."""
         state = _RangeRecordingState(
-            default_indent=module.default_indent, default_newline=module.default_newline
+            default_indent=module.default_indent,
+            default_newline=module.default_newline,
+            statements=statements,
         )
-        module._codegen(state)
+        with statements_from(statements):
+            module._codegen(state)
         self.code = "".join(state.tokens)  # ``module.code``
         self._ranges = state.ranges
         self._tokens = state.tokens + state.popped
@@ -369,10 +374,12 @@ class _RangeRecordingState(CodegenState):
     whole of the node's code, whitespace included (libcst's ``PositionProvidingCodegenState``)."""
 
     ranges: dict[cst.CSTNode, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    order: list[cst.CSTNode] = dataclasses.field(default_factory=list)  # the keys of ``ranges``
     starts: list[int] = dataclasses.field(default_factory=list)
     # A file without a final newline loses it at the very end; the positions already taken
     # count it (as libcst's do).
     popped: list[str] = dataclasses.field(default_factory=list)
+    statements: StatementCode | None = None
 
     def pop_trailing_newline(self) -> None:
         if self.tokens:
@@ -385,6 +392,7 @@ class _RangeRecordingState(CodegenState):
         start = self.starts.pop()
         if node not in self.ranges:
             self.ranges[node] = (start, self._here())
+            self.order.append(node)
 
     def record_syntactic_position(
         self,
@@ -399,6 +407,37 @@ class _RangeRecordingState(CodegenState):
         """The index of the next token, the popped newline counted (libcst's position does not
         go back when it is popped)."""
         return len(self.tokens) + len(self.popped)
+
+    # what ``StatementCode`` asks of a code generation state (statements are generated before
+    # the final newline can be popped)
+    def mark(self) -> tuple[int, int]:
+        return len(self.tokens), len(self.order)
+
+    def generated_since(self, mark: tuple[int, int], statement: cst.CSTNode) -> Generated:
+        start, recorded = mark
+        tokens = tuple(self.tokens[start:])
+        if type(statement) is not cst.SimpleStatementLine:
+            # a compound statement's ranges would repeat those of every statement in it
+            return Generated(tokens)
+        ranges = self.ranges
+        return Generated(
+            tokens,
+            tuple(
+                (node, ranges[node][0] - start, ranges[node][1] - start)
+                for node in self.order[recorded:]
+            ),
+        )
+
+    def replay(self, generated: Generated) -> bool:
+        if generated.ranges is None:
+            return False
+        offset = len(self.tokens)
+        self.tokens.extend(generated.tokens)
+        ranges, order = self.ranges, self.order
+        for node, start, end in generated.ranges:
+            ranges[node] = (start + offset, end + offset)
+            order.append(node)
+        return True
 
 
 class _SyntacticRange:
@@ -425,6 +464,8 @@ class _SyntacticRange:
         state = self._state
         start = self._start if self._start_node is None else state.ranges[self._start_node][0]
         end = state._here() if self._end_node is None else state.ranges[self._end_node][1]
+        if self._node not in state.ranges:
+            state.order.append(self._node)
         state.ranges[self._node] = (start, end)
 
 

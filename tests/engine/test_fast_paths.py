@@ -34,6 +34,7 @@ from codemods.testing import apply_rule, case_sources
 from migrate import engine, imports, metadata
 from migrate.engine import Selection, rules_that_may_act, run_pipeline
 from migrate.metadata import (
+    Positions,
     SharedMetadata,
     _parents,
     _QualifiedNames,
@@ -244,6 +245,24 @@ def test_code_generated_from_statements_seen_before_is_libcsts(source):
             module = visit_without_copying(module, edit)
         assert module_code(module, statements) == module.code
         assert cst.SimpleStatementLine._codegen is cst.CSTNode._codegen
+
+
+@pytest.mark.parametrize("source", SAMPLES_AND_ODD_LAYOUTS)
+def test_positions_from_statements_seen_before_are_libcsts(source):
+    """Positions of each tree of a run with one ``StatementCode``, plain code generated in
+    between (as the pipeline does after each edit): libcst's, node for node."""
+    statements = StatementCode()
+    module = cst.parse_module(source)
+    for edit in (None, _RenameFirstName(), _DropEveryOtherStatement(), _RenameFirstName()):
+        if edit is not None:
+            module = visit_without_copying(module, edit)
+            module_code(module, statements)
+        ours = Positions(module, statements)
+        theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        assert ours.code == module.code
+        assert len(ours) == len(theirs)
+        for node, expected in theirs.items():
+            assert ours[node] == expected
 
 
 def test_a_statement_seen_at_one_indentation_is_generated_again_at_another():
