@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # private: test_fast_paths pins it
@@ -39,13 +39,13 @@ class _PlainCodegenState(CodegenState):
         return True
 
 
-@dataclasses.dataclass(frozen=True)
-class Generated:
+class Generated(NamedTuple):
     """What one statement's code generation gave: its tokens, and, when it recorded positions,
-    each node's range as token indexes from the statement's first token."""
+    what the recorder needs to give its nodes their ranges again (a tuple: one per statement
+    is made, and a frozen dataclass is several times slower to make)."""
 
     tokens: tuple[str, ...]
-    ranges: tuple[tuple[cst.CSTNode, int, int], ...] | None = None
+    ranges: object = None
 
 
 class StatementCode:
@@ -69,7 +69,9 @@ class StatementCode:
         if generated is not None and state.replay(generated):
             return
         mark = state.mark()
-        _libcsts_codegen(type(statement))(statement, state)
+        (_LIBCSTS_CODEGEN.get(type(statement)) or _libcsts_codegen(type(statement)))(
+            statement, state
+        )
         self._known.setdefault(statement, {})[key] = state.generated_since(mark, statement)
 
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # private: tests/engine/test_fast_paths.py pins it
@@ -419,25 +419,32 @@ class _RangeRecordingState(CodegenState):
         if type(statement) is not cst.SimpleStatementLine:
             # a compound statement's ranges would repeat those of every statement in it
             return Generated(tokens)
-        ranges = self.ranges
-        return Generated(
-            tokens,
-            tuple(
-                (node, ranges[node][0] - start, ranges[node][1] - start)
-                for node in self.order[recorded:]
-            ),
-        )
+        # Read when replayed: a statement's ranges do not change once it is generated.
+        return Generated(tokens, _Recorded(self, recorded, len(self.order), start))
 
     def replay(self, generated: Generated) -> bool:
-        if generated.ranges is None:
+        recorded = generated.ranges
+        if recorded is None:
             return False
-        offset = len(self.tokens)
+        offset = len(self.tokens) - recorded.start
         self.tokens.extend(generated.tokens)
-        ranges, order = self.ranges, self.order
-        for node, start, end in generated.ranges:
+        nodes = recorded.state.order[recorded.first : recorded.last]
+        ranges, source = self.ranges, recorded.state.ranges
+        for node in nodes:
+            start, end = source[node]
             ranges[node] = (start + offset, end + offset)
-            order.append(node)
+        self.order.extend(nodes)
         return True
+
+
+class _Recorded(NamedTuple):
+    """The ranges one simple statement's code generation recorded in ``state``: those of the
+    nodes ``state.order[first:last]``, from token ``start``."""
+
+    state: _RangeRecordingState
+    first: int
+    last: int
+    start: int
 
 
 class _SyntacticRange:
