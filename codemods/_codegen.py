@@ -77,14 +77,20 @@ class StatementCode:
 
 def module_code(module: cst.Module, statements: StatementCode | None = None) -> str:
     """``module.code``; with ``statements``, the statements it has seen are not generated again."""
-    state = _PlainCodegenState(
+    return "".join(generated_state(module, _PlainCodegenState, statements).tokens)
+
+
+def generated_state(module: cst.Module, state_type: type, statements: StatementCode | None):
+    """A new ``state_type`` state (a ``CodegenState`` with a ``statements`` field) that
+    ``module``'s code generation went through, with ``statements``."""
+    state = state_type(
         default_indent=module.default_indent,
         default_newline=module.default_newline,
         statements=statements,
     )
-    with statements_from(statements):
+    with _statements_from(statements):
         module._codegen(state)
-    return "".join(state.tokens)
+    return state
 
 
 def node_code(node: cst.CSTNode, default_indent: str = "    ", default_newline: str = "\n") -> str:
@@ -104,7 +110,7 @@ def _statement_codegen(self: cst.CSTNode, state: CodegenState, **kwargs) -> None
 
 
 @contextlib.contextmanager
-def statements_from(statements: StatementCode | None) -> Iterator[None]:
+def _statements_from(statements: StatementCode | None) -> Iterator[None]:
     """While a module's code is generated with ``statements``, each statement's code generation
     goes through it. libcst's is put back after (and any other code generation state, such as
     the position recorder's, is passed straight to libcst's meanwhile)."""

@@ -41,7 +41,7 @@ from libcst.metadata.scope_provider import (  # private: see _ScopeVisitor
     ScopeVisitor,
 )
 
-from codemods._codegen import Generated, StatementCode, module_code, statements_from
+from codemods._codegen import Generated, StatementCode, generated_state, module_code
 from codemods._traversal import (
     LAYOUT,
     children_of,
@@ -330,13 +330,7 @@ class Positions(Mapping):
     def __init__(self, module: cst.Module, statements: StatementCode | None = None) -> None:
         """``statements``: what earlier trees' statements generated (the ranges of the simple
         statements this tree shares with them are not recorded again)."""
-        state = _RangeRecordingState(
-            default_indent=module.default_indent,
-            default_newline=module.default_newline,
-            statements=statements,
-        )
-        with statements_from(statements):
-            module._codegen(state)
+        state = generated_state(module, _RangeRecordingState, statements)
         self.code = "".join(state.tokens)  # ``module.code``
         self._ranges = state.ranges
         self._tokens = state.tokens + state.popped
