@@ -425,7 +425,7 @@ def _fix_imports(shared: SharedMetadata, context: CodemodContext) -> cst.Module:
             if context.scratch.get(AddImportsVisitor.CONTEXT_KEY):
                 shared.advance(with_imports_added(shared.module, context), edited=True)
             if context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY):
-                removed = with_imports_removed(shared.module, context)
+                removed = with_imports_removed(shared.module, context, shared.code)
                 if removed is None:
                     removed = shared.transform(RemoveImportsVisitor(context), on_demand=False)
                 shared.advance(removed, edited=True)

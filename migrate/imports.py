@@ -92,7 +92,9 @@ def with_imports_added(module: cst.Module, context: CodemodContext) -> cst.Modul
     return module.with_changes(body=(*new_head.body, *body[end + 1 :]))
 
 
-def with_imports_removed(module: cst.Module, context: CodemodContext) -> cst.Module | None:
+def with_imports_removed(
+    module: cst.Module, context: CodemodContext, code: str | None = None
+) -> cst.Module | None:
     """What libcst's ``RemoveImportsVisitor`` makes of ``module``, or None when that cannot be
     told without the visitor's whole-module analysis.
 
@@ -114,7 +116,7 @@ def with_imports_removed(module: cst.Module, context: CodemodContext) -> cst.Mod
     it is unused, as in the first case (``_never_used``).
     """
     requests: list[ImportRequest] = context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY, [])
-    code = module_code(module)
+    code = module_code(module) if code is None else code  # (the caller may have it)
     statements = _top_level_statements_with_imports(module)
     tree: ast.Module | None = None
     scoped: list[tuple[ast.AST, ast.AST]] = []
