@@ -310,6 +310,9 @@ class TpuCodemod(VisitorBasedCodemodCommand):
 
     def is_name(self, node: cst.CSTNode, *names: str) -> bool:
         """True when ``node`` refers to one of the fully qualified ``names`` (imports resolved)."""
+        could_name = getattr(self.metadata.get(QualifiedNameProvider), "could_name", None)
+        if could_name is not None and not could_name(node, names):
+            return False  # the engine's metadata can tell without a scope lookup
         return not self.qualified_names(node).isdisjoint(names)
 
     def imports_module(self, root: str) -> bool:

@@ -16,7 +16,7 @@ import dataclasses
 import functools
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Container, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from types import MappingProxyType
@@ -25,6 +25,7 @@ from typing import Iterator, NamedTuple
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # private: tests/engine/test_fast_paths.py pins it
 from libcst.codemod import Codemod, ContextAwareTransformer
+from libcst.helpers import get_full_name_for_node
 from libcst.metadata import (
     BatchableMetadataProvider,
     CodePosition,
@@ -58,6 +59,7 @@ class SharedMetadata:
         self._module = module
         self._current_code = code
         self._resolved: dict[type, Mapping] = {}
+        self._import_aliases: frozenset[str] | None = None  # the current tree's, with its scopes
         self.statements = StatementCode()  # the code of this run's trees' statements
 
     @property
@@ -75,6 +77,7 @@ class SharedMetadata:
         if self._wrapper is None:
             self._wrapper = _wrapper_of(self._module)
             self._resolved = {}
+            self._import_aliases = None
         wrapper = self._wrapper
         dependencies = rule.get_inherited_dependencies()
         with nullcontext() if on_demand else _visits_without_copying():
@@ -99,8 +102,9 @@ class SharedMetadata:
         if provider is QualifiedNameProvider:
             # libcst's provider visits every node of the tree to attach a lazy value to each;
             # asking the scope of just the nodes a rule looks at gives the same names.
+            scopes = self.resolved(ScopeProvider)
             metadata: Mapping = _QualifiedNames(
-                self.resolved(ScopeProvider), self.resolved(ParentNodeProvider)
+                scopes, self.resolved(ParentNodeProvider), self._import_aliases
             )
         elif provider is PositionProvider:
             metadata = Positions(self.module, self.statements)
@@ -135,6 +139,8 @@ class SharedMetadata:
         with instance.resolve(wrapper), _visits_without_copying():
             instance.visit_Module(wrapper.module)
         metadata = MappingProxyType(dict(instance._computed))
+        if isinstance(instance, _ScopeProvider):
+            self._import_aliases = instance.import_aliases
         computed[provider] = metadata  # what libcst's own visitors (the import fixers) read
         return metadata
 
@@ -154,6 +160,7 @@ class SharedMetadata:
             return current
         self._wrapper = None
         self._resolved = {}
+        self._import_aliases = None
         self._module = new_module
         self._current_code = code
         return new_module
@@ -224,14 +231,25 @@ def _unentered_by(visitor_type: type) -> frozenset[type]:
 
 
 class _ScopeVisitor(ScopeVisitor):
-    """libcst's scope visitor, telling an assignment-like node by its type.
-
-    libcst's ``on_leave`` asks ``isinstance(node, _ASSIGNMENT_LIKE_NODES)`` of every node: a
-    tuple of 13 abstract-base-class-checked node types, about 2.3 µs per node, and a third of
-    the time of computing the scopes. Every concrete libcst node type is final, so the answer
-    is one per type. The rest of this method is libcst's own ``on_leave``; the scope test in
+    """libcst's scope visitor with two shortcuts; the scope test in
     tests/engine/test_fast_paths.py compares every scope with libcst's.
+
+    - An assignment-like node is told by its type. libcst's ``on_leave`` asks
+      ``isinstance(node, _ASSIGNMENT_LIKE_NODES)`` of every node: a tuple of 13
+      abstract-base-class-checked node types, about 2.3 µs per node, and a third of the time of
+      computing the scopes. Every concrete libcst node type is final, so the answer is one per
+      type. The rest of ``on_leave`` is libcst's own.
+    - A call's qualified names are looked up only when they can hold ``typing.NewType``,
+      ``typing.TypeVar`` or ``typing.cast`` (``could_be_named``), the names libcst's
+      ``visit_Call`` looks for; otherwise the call is entered as libcst enters it then. The
+      lookup was a third of the time of computing the scopes of common_methods_invocations.py.
+      A lookup sees the imports visited before it, so the aliases are noted as imports are
+      visited.
     """
+
+    def __init__(self, provider: ScopeProvider) -> None:
+        super().__init__(provider)
+        self.import_aliases: set[str] = set()
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         self.provider.set_metadata(original_node, self.scope)
@@ -239,20 +257,69 @@ class _ScopeVisitor(ScopeVisitor):
             self.scope._assignment_count += 1
         cst.CSTVisitor.on_leave(self, original_node)
 
+    def visit_Import(self, node: cst.Import) -> bool | None:
+        self._note_aliases(node.names)
+        return super().visit_Import(node)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool | None:
+        self._note_aliases(node.names)
+        return super().visit_ImportFrom(node)
+
+    def _note_aliases(self, names: Sequence[cst.ImportAlias] | cst.ImportStar) -> None:
+        if not isinstance(names, cst.ImportStar):
+            self.import_aliases.update(a.evaluated_alias for a in names if a.asname is not None)
+
+    def visit_Call(self, node: cst.Call) -> bool | None:
+        if could_be_named(node, _TYPING_SPECIAL_FORMS, self.import_aliases):
+            return super().visit_Call(node)
+        # what libcst's visit_Call does for a call that is none of them (private: libcst's
+        # stacks; tests/engine/test_fast_paths.py pins them)
+        self._ScopeVisitor__top_level_attribute_stack.append(None)
+        self._ScopeVisitor__in_type_hint_stack.append(False)
+        return True
+
+
+_TYPING_SPECIAL_FORMS = ("typing.NewType", "typing.TypeVar", "typing.cast")
+
 
 @functools.cache
 def _is_assignment_like(node_type: type) -> bool:
     return issubclass(node_type, _ASSIGNMENT_LIKE_NODES)
 
 
+def could_be_named(node: cst.CSTNode, names: Sequence[str], import_aliases: Container[str]) -> bool:
+    """False only when none of ``names`` can be among the qualified names libcst's scopes give
+    ``node`` (``Scope.get_qualified_names_for``); ``import_aliases``: every ``as`` name of the
+    module's imports.
+
+    libcst derives those names from the node's dotted name (``get_full_name_for_node``; for an
+    access, the dotted name it was recorded under, which is the same). A local or imported
+    binding keeps the dotted name's last part (``f.<locals>.x``; ``import torch.nn as tnn``
+    makes ``tnn.Linear`` ``torch.nn.Linear``); a builtin gives ``builtins.`` and the first
+    part; only a bare alias (``from torch import cuda as gpu``: ``gpu``) ends in another name.
+    A node with no dotted name (a string annotation) can have any.
+    """
+    dotted = get_full_name_for_node(node)
+    if dotted is None:
+        return True
+    if "." not in dotted and dotted in import_aliases:
+        return True
+    last = dotted.rpartition(".")[2]
+    builtin = "builtins." + dotted.partition(".")[0]
+    return any(name == builtin or name.rpartition(".")[2] == last for name in names)
+
+
 class _ScopeProvider(ScopeProvider):
     """``ScopeProvider`` with ``_ScopeVisitor``; its ``visit_Module`` is libcst's, but for the
-    visitor's class."""
+    visitor's class. ``import_aliases``: the ``as`` names of the tree's imports."""
+
+    import_aliases: frozenset[str] = frozenset()
 
     def visit_Module(self, node: cst.Module) -> None:
         visitor = _ScopeVisitor(self)
         node.visit(visitor)
         visitor.infer_accesses()
+        self.import_aliases = frozenset(visitor.import_aliases)
 
 
 _CHEAPER_PROVIDERS = {ScopeProvider: _ScopeProvider}
@@ -284,12 +351,26 @@ class _QualifiedNames(Mapping):
     """node -> its qualified names, as ``QualifiedNameProvider`` gives them, computed per node
     from the scope metadata. Every node of the tree but layout nodes (see ``_parents``) has an
     entry (empty where the scope pass did not reach); a node outside the tree has none, as with
-    the provider."""
+    the provider.
 
-    def __init__(self, scopes: Mapping, parents: Mapping) -> None:
+    ``could_name`` answers first whether a node can bear any of some names at all, without a
+    scope lookup: a rule asks of most calls and names whether they are one of a few torch
+    names, and almost none is (``TpuCodemod.is_name``)."""
+
+    def __init__(
+        self, scopes: Mapping, parents: Mapping, import_aliases: frozenset[str] | None = None
+    ) -> None:
+        """``import_aliases``: every ``as`` name of the tree's imports; None when unknown."""
         self._scopes = scopes
         self._parents = parents  # child -> parent: the tree's nodes but the root (and layout)
+        self._import_aliases = import_aliases
         self._names: dict[cst.CSTNode, set[QualifiedName]] = {}
+
+    def could_name(self, node: cst.CSTNode, names: Sequence[str]) -> bool:
+        """False only when none of ``names`` is among ``self[node]``."""
+        if self._import_aliases is None:
+            return True
+        return could_be_named(node, names, self._import_aliases)
 
     def __getitem__(self, node: cst.CSTNode) -> set[QualifiedName]:
         try:

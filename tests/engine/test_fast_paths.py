@@ -90,12 +90,42 @@ STRING_ANNOTATIONS = (
     "import torch\n\n\ndef f(x: 'torch.Tensor') -> 'Optional[torch.Tensor]':\n"
     "    y: 'torch.Tensor' = x\n    return y\n"
 )
+# libcst's scope visitor reads these three calls' string arguments as type hints; the engine's
+# looks a call's names up only when they can be one of them (metadata.could_be_named)
+TYPING_FORMS = """\
+import typing
+import typing as t
+from typing import NewType as NT, TypeVar, cast as as_type
+from torch import cuda as gpu
+import torch.nn as tnn
+import torch.cuda
+
+UserId = NT("UserId", "int")
+T = TypeVar("T", "Foo", bound="Bar")
+U = t.TypeVar("U", "Baz")
+
+
+def f(x):
+    from typing import cast as late
+    y = as_type("Foo", x)
+    z = typing.cast("Bar", y)
+    w = late("Baz", z)
+    gpu.synchronize()
+    torch.cuda.synchronize()
+    return tnn.Linear(2, 2)(w), int.from_bytes(b"", "big"), print, (f)(x).cast(), x[0]()
+
+
+class Foo: ...
+class Bar: ...
+class Baz: ...
+"""
 
 
 @pytest.mark.parametrize(
     "source",
     [pytest.param(path.read_text(encoding="utf-8"), id=path.name) for path in _sample_sources()]
-    + [pytest.param(STRING_ANNOTATIONS, id="string annotations")],
+    + [pytest.param(STRING_ANNOTATIONS, id="string annotations")]
+    + [pytest.param(TYPING_FORMS, id="typing special forms")],
 )
 def test_scopes_resolved_from_visit_module_are_libcsts(source):
     """The engine calls the scope and expression-context providers' ``visit_Module`` instead of
@@ -129,9 +159,33 @@ def test_scopes_resolved_from_visit_module_are_libcsts(source):
     assert sorted(described.values()) == sorted(expected_described.values())
 
 
+@pytest.mark.parametrize(
+    "source",
+    [pytest.param(path.read_text(encoding="utf-8"), id=path.name) for path in _sample_sources()]
+    + [pytest.param(STRING_ANNOTATIONS, id="string annotations")]
+    + [pytest.param(TYPING_FORMS, id="typing special forms")],
+)
+def test_could_name_rules_out_no_qualified_name(source):
+    """``could_name``, the shortcut of ``TpuCodemod.is_name`` and of the scope visitor's calls,
+    says no only when the node's qualified names hold none of the names asked: asked of each
+    node with each of its own names (aliases and builtins among them), it says yes."""
+    shared = SharedMetadata(cst.parse_module(source))
+    names = shared.resolved(QualifiedNameProvider)
+    asked = ruled_out = 0
+    for node in walk_pruned(shared.module, ()):
+        if type(node) in LAYOUT:
+            continue
+        for name in {q.name for q in names[node]}:
+            assert names.could_name(node, [name]), (name, node)
+            asked += 1
+        ruled_out += not names.could_name(node, ["torch.cuda.synchronize", "typing.cast"])
+    assert asked and ruled_out  # it is asked, and it does rule nodes out
+
+
 def _described(scope) -> tuple:
     """What rules read of a scope: its kind and node, each assignment (name, kind, node) and
-    each access (name, node, the nodes of its referents), by node identity."""
+    each access (name, node, annotation and type-hint flags, the nodes of its referents), by
+    node identity."""
 
     def node_id(thing) -> int:
         return id(getattr(thing, "node", None))
@@ -141,7 +195,7 @@ def _described(scope) -> tuple:
     )  # fmt: skip
     accesses = sorted(
         (a.node.value if isinstance(a.node, cst.Name) else "", id(a.node),
-         tuple(sorted(node_id(r) for r in a.referents)))
+         a.is_annotation, a.is_type_hint, tuple(sorted(node_id(r) for r in a.referents)))
         for a in scope.accesses
     )  # fmt: skip
     return type(scope).__name__, node_id(scope), tuple(assignments), tuple(accesses)
@@ -587,9 +641,10 @@ def test_visitors_set_up_faster_only_skips_searches_that_find_nothing():
 
 
 def test_the_libcst_internals_relied_on_are_there():
-    """Two private details of libcst (pyproject allows libcst>=1.4,<2): the parent map the
-    engine computes is the one libcst's wrapper hands out, and a matcher decorator sets one of
-    the attributes ``TpuCodemod`` refuses."""
+    """Private details of libcst (pyproject allows libcst>=1.4,<2): the parent map the engine
+    computes is the one libcst's wrapper hands out, the scope visitor's stacks are where the
+    engine's visitor finds them, and a matcher decorator sets one of the attributes
+    ``TpuCodemod`` refuses."""
     module = cst.parse_module("import torch\nx = torch.ones(2)\n")
     wrapper = _wrapper_of(module)
     assert wrapper.resolve(ParentNodeProvider) is wrapper._metadata[ParentNodeProvider]
@@ -599,6 +654,9 @@ def test_the_libcst_internals_relied_on_are_there():
     assert shared.resolved(ParentNodeProvider) is shared._wrapper._metadata[ParentNodeProvider]
     assert _visits_only_the_module(ScopeProvider)  # else libcst's slower walk is taken
     assert _visits_only_the_module(ExpressionContextProvider)
+    stacks = ScopeVisitor(ScopeProvider())  # what metadata._ScopeVisitor.visit_Call appends to
+    assert stacks._ScopeVisitor__top_level_attribute_stack == [None]
+    assert stacks._ScopeVisitor__in_type_hint_stack == [False]
 
     @m.visit(m.Name())
     def on_name(self, node):
