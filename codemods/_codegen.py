@@ -62,6 +62,10 @@ class StatementCode:
     def __init__(self) -> None:
         self._known: dict[cst.CSTNode, dict[tuple, Generated]] = {}
 
+    def clear(self) -> None:
+        """Forget everything (the position recordings kept refer back to this object)."""
+        self._known.clear()
+
     def generate(self, statement: cst.CSTNode, state) -> None:
         key = (state.default_indent, state.default_newline, *state.indent_tokens)
         known = self._known.get(statement)

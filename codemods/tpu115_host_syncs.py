@@ -1728,8 +1728,16 @@ def _fresh(name: str, taken: set[str]) -> str:
 
 
 def _replace_nodes(node: cst.CSTNode, replacements: dict[int, cst.BaseExpression]):
-    class Replacer(cst.CSTTransformer):
-        def on_leave(self, original, updated):
-            return replacements.get(id(original), updated)
+    return node.visit(_Replacer(replacements))
 
-    return node.visit(Replacer())
+
+class _Replacer(cst.CSTTransformer):
+    """Puts ``replacements[id(node)]`` in each node's place. (Not a class made per call: a
+    class refers to itself, and would hold the nodes until the cycle collector runs.)"""
+
+    def __init__(self, replacements: dict[int, cst.BaseExpression]) -> None:
+        super().__init__()
+        self._replacements = replacements
+
+    def on_leave(self, original, updated):
+        return self._replacements.get(id(original), updated)

@@ -324,14 +324,20 @@ def run_pipeline(
         rewrites_before = _rewrite_count(context)
         context.scratch[FINDINGS_KEY] = []
         context.scratch[ADJUSTMENTS_KEY] = []
+        instance = rule(context)
         try:
             # One pass on the shared metadata; imports are fixed once, at the end.
-            new_module = shared.transform(rule(context))
+            new_module = shared.transform(instance)
         except SkipFile:
             continue
         except Exception as exc:  # a bug in a rule must not cost the user the other files
             edits.blame_the_first_that_does_not_compile()  # its output may be the cause
             raise RuleFailure(rule.CODE, _describe(exc)) from exc
+        finally:
+            # A rule is done after its pass. What it kept (an index of the tree that refers
+            # back to it, its bound methods) would hold the tree until the cycle collector
+            # walks it (see SharedMetadata.release).
+            vars(instance).clear()
         rule_findings = context.scratch[FINDINGS_KEY]
         used = context.scratch.pop(USED_SUPPRESSIONS_KEY, [])
         rule_adjustments = context.scratch.pop(ADJUSTMENTS_KEY, [])
@@ -361,6 +367,8 @@ def run_pipeline(
     except RuleFailure:
         edits.blame_the_first_that_does_not_compile()
         raise
+    finally:
+        shared.release()  # the run's trees and metadata go now, not at the next collection
     if new_text != original:
         new_text = _laid_out(original, new_text, filename)
     applied = dict(context.scratch.get(REWRITES_KEY, Counter()))
@@ -485,7 +493,7 @@ def migrate_files(
         for path in paths:
             yield migrate_file(path, selection, cache)
         return
-    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_interrupts)
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_set_up_worker)
     finished = False
     try:
         batches = [
@@ -546,9 +554,14 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
         process.terminate()
 
 
-def _ignore_interrupts() -> None:
-    """Workers leave Ctrl-C to the main process, which stops the run and reports it once."""
+def _set_up_worker() -> None:
+    """Workers leave Ctrl-C to the main process, which stops the run and reports it once.
+
+    What a worker holds when it starts (the modules it imported, about 190,000 objects) stays
+    to the end: frozen, the cycle collector's full collections no longer walk it (1.0 s of
+    them over the 83 largest changed torch files; 0.1 s frozen)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.freeze()
 
 
 def default_jobs() -> int:

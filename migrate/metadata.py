@@ -158,9 +158,7 @@ class SharedMetadata:
             # Equal code is enough: the rule's output is dropped and the next rule gets the
             # current tree, whose metadata is resolved (cheaper to tell than deep_equals).
             return current
-        self._wrapper = None
-        self._resolved = {}
-        self._import_aliases = None
+        self._forget_tree()
         self._module = new_module
         self._current_code = code
         return new_module
@@ -171,6 +169,46 @@ class SharedMetadata:
         if self._current_code is None:
             self._current_code = module_code(self.module, self.statements)
         return self._current_code
+
+    def release(self) -> None:
+        """Called when the run is done: what it kept goes now, not when Python's cycle
+        collector gets to it (``_forget_tree``)."""
+        self._forget_tree()
+        self.statements.clear()
+
+    def _forget_tree(self) -> None:
+        """Drop the current tree's metadata, its scopes emptied first.
+
+        libcst's scopes, assignments and accesses refer to each other. Left as they are, they
+        and every node they refer to (whole functions, through their assignments) outlive the
+        tree until the cycle collector walks them all: 5.7 million objects over a quarter of
+        the changed torch files, 3.5 s. Emptied, they go with the tree."""
+        scopes = self._resolved.get(ScopeProvider)
+        if scopes is not None:
+            _empty_scopes(scopes)
+        self._wrapper = None
+        self._resolved = {}
+        self._import_aliases = None
+
+
+def _empty_scopes(scopes: Mapping) -> None:
+    """Empty every scope in ``scopes`` (node -> scope) and the scopes around them, up to the
+    builtins: their assignments and accesses, and each assignment's accesses (private:
+    libcst's ``BaseAssignment.__accesses``; tests/engine/test_fast_paths.py pins it)."""
+    every_scope = set()
+    for scope in dict.fromkeys(scopes.values()):
+        while scope is not None and scope not in every_scope:
+            every_scope.add(scope)
+            scope = scope.parent if scope.parent is not scope else None  # (the builtins' is)
+    for scope in every_scope:
+        for assignments in scope._assignments.values():
+            for assignment in assignments:
+                accesses = getattr(assignment, "_BaseAssignment__accesses", None)
+                if accesses is not None:
+                    accesses.clear()
+        scope._assignments.clear()
+        scope._accesses_by_name.clear()
+        scope._accesses_by_node.clear()
 
 
 def _one_pass(rule: Codemod, module: cst.Module) -> cst.Module:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import libcst as cst
@@ -19,7 +20,14 @@ from libcst.metadata import (
     ScopeProvider,
 )
 from libcst.metadata.expression_context_provider import ExpressionContextVisitor
-from libcst.metadata.scope_provider import ScopeVisitor
+from libcst.metadata.scope_provider import (
+    Access,
+    BaseAssignment,
+    BuiltinScope,
+    GlobalScope,
+    Scope,
+    ScopeVisitor,
+)
 
 from codemods._base import (
     MATCHER_ATTRIBUTES,
@@ -643,7 +651,8 @@ def test_visitors_set_up_faster_only_skips_searches_that_find_nothing():
 def test_the_libcst_internals_relied_on_are_there():
     """Private details of libcst (pyproject allows libcst>=1.4,<2): the parent map the engine
     computes is the one libcst's wrapper hands out, the scope visitor's stacks are where the
-    engine's visitor finds them, and a matcher decorator sets one of the attributes
+    engine's visitor finds them, an assignment's accesses are where ``_empty_scopes`` finds
+    them, and a matcher decorator sets one of the attributes
     ``TpuCodemod`` refuses."""
     module = cst.parse_module("import torch\nx = torch.ones(2)\n")
     wrapper = _wrapper_of(module)
@@ -657,6 +666,9 @@ def test_the_libcst_internals_relied_on_are_there():
     stacks = ScopeVisitor(ScopeProvider())  # what metadata._ScopeVisitor.visit_Call appends to
     assert stacks._ScopeVisitor__top_level_attribute_stack == [None]
     assert stacks._ScopeVisitor__in_type_hint_stack == [False]
+    scopes = SharedMetadata(module).resolved(ScopeProvider)  # what _empty_scopes empties
+    torch = scopes[module]["torch"].pop()
+    assert torch._BaseAssignment__accesses == set(torch.references)
 
     @m.visit(m.Name())
     def on_name(self, node):
@@ -741,3 +753,30 @@ def test_read_only_visitors_skip_only_nodes_they_cannot_need():
             return True
 
     assert metadata._unentered_by(SeesEveryNode) == frozenset()
+
+
+def test_a_run_leaves_no_tree_to_the_cycle_collector():
+    """The trees a run made, their metadata and what the rules that walked them kept are freed
+    when the run ends (``SharedMetadata.release``, each rule's attributes dropped after its
+    pass): the cycle collector finds none of them. Only the two scopes around each tree's,
+    emptied, wait for it (libcst's module and builtin scopes refer to each other)."""
+    sources = [path.read_text(encoding="utf-8") for path in _sample_sources()]
+    selection = Selection.from_options()
+    gc.collect()
+    gc.disable()
+    try:
+        for source in sources:
+            run_pipeline(cst.parse_module(source), source, selection)
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        left = list(gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert not [thing for thing in left if isinstance(thing, (cst.CSTNode, Access, BaseAssignment))]
+    # a rule's visitor class made in a method may still refer to the rule: emptied
+    assert not [thing for thing in left if isinstance(thing, TpuCodemod) and vars(thing)]
+    scopes = [thing for thing in left if isinstance(thing, Scope)]
+    assert {type(scope) for scope in scopes} <= {GlobalScope, BuiltinScope}
+    assert not [scope for scope in scopes if scope._assignments or scope._accesses_by_name]
