@@ -315,6 +315,12 @@ class TpuCodemod(VisitorBasedCodemodCommand):
             return False  # the engine's metadata can tell without a scope lookup
         return not self.qualified_names(node).isdisjoint(names)
 
+    def may_be_under(self, node: cst.CSTNode, root: str) -> bool:
+        """False only when no qualified name of ``node`` starts with the name ``root``
+        (``torch``), as the engine's metadata can tell without a scope lookup."""
+        could_be_under = getattr(self.metadata.get(QualifiedNameProvider), "could_be_under", None)
+        return could_be_under is None or could_be_under(node, root)
+
     def imports_module(self, root: str) -> bool:
         """True when the module imports ``root`` or one of its submodules under any spelling,
         at module level (what the module scope binds)."""

@@ -205,6 +205,10 @@ SCOPE_BOUNDARIES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 LOOPS = (cst.For, cst.While)
 
 
+# the first names of everything mapped ("torch")
+_MAPPED_ROOTS = tuple(sorted({name.partition(".")[0] for name in (*CALLS, *NAMESPACES)}))
+
+
 def action_for(qualified_name: str) -> Action | None:
     if qualified_name in CALLS:
         return CALLS[qualified_name]
@@ -783,6 +787,8 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
         parent = self.get_metadata(ParentNodeProvider, node, None)
         if isinstance(parent, cst.Attribute) or not _is_dotted_name(node):
             return  # only a whole dotted name counts: not its parts, not `f().x`
+        if not any(self.may_be_under(node, root) for root in _MAPPED_ROOTS):
+            return
         matches = [(name, action_for(name)) for name in sorted(self.qualified_names(node))]
         matches = [(name, action) for name, action in matches if action is not None]
         if not matches:

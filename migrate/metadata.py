@@ -16,7 +16,7 @@ import dataclasses
 import functools
 import itertools
 import re
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from types import MappingProxyType
@@ -59,7 +59,7 @@ class SharedMetadata:
         self._module = module
         self._current_code = code
         self._resolved: dict[type, Mapping] = {}
-        self._import_aliases: frozenset[str] | None = None  # the current tree's, with its scopes
+        self._name_sources: NameSources | None = None  # the current tree's, with its scopes
         self.statements = StatementCode()  # the code of this run's trees' statements
 
     @property
@@ -77,7 +77,7 @@ class SharedMetadata:
         if self._wrapper is None:
             self._wrapper = _wrapper_of(self._module)
             self._resolved = {}
-            self._import_aliases = None
+            self._name_sources = None
         wrapper = self._wrapper
         dependencies = rule.get_inherited_dependencies()
         with nullcontext() if on_demand else _visits_without_copying():
@@ -104,7 +104,7 @@ class SharedMetadata:
             # asking the scope of just the nodes a rule looks at gives the same names.
             scopes = self.resolved(ScopeProvider)
             metadata: Mapping = _QualifiedNames(
-                scopes, self.resolved(ParentNodeProvider), self._import_aliases
+                scopes, self.resolved(ParentNodeProvider), self._name_sources
             )
         elif provider is PositionProvider:
             metadata = Positions(self.module, self.statements)
@@ -140,7 +140,7 @@ class SharedMetadata:
             instance.visit_Module(wrapper.module)
         metadata = MappingProxyType(dict(instance._computed))
         if isinstance(instance, _ScopeProvider):
-            self._import_aliases = instance.import_aliases
+            self._name_sources = instance.sources
         computed[provider] = metadata  # what libcst's own visitors (the import fixers) read
         return metadata
 
@@ -188,7 +188,7 @@ class SharedMetadata:
             _empty_scopes(scopes)
         self._wrapper = None
         self._resolved = {}
-        self._import_aliases = None
+        self._name_sources = None
 
 
 def _empty_scopes(scopes: Mapping) -> None:
@@ -278,16 +278,16 @@ class _ScopeVisitor(ScopeVisitor):
       computing the scopes. Every concrete libcst node type is final, so the answer is one per
       type. The rest of ``on_leave`` is libcst's own.
     - A call's qualified names are looked up only when they can hold ``typing.NewType``,
-      ``typing.TypeVar`` or ``typing.cast`` (``could_be_named``), the names libcst's
+      ``typing.TypeVar`` or ``typing.cast`` (``NameSources.could_be_named``), the names libcst's
       ``visit_Call`` looks for; otherwise the call is entered as libcst enters it then. The
       lookup was a third of the time of computing the scopes of common_methods_invocations.py.
-      A lookup sees the imports visited before it, so the aliases are noted as imports are
-      visited.
+      A lookup sees the imports visited before it, so they are noted as they are visited
+      (``NameSources``).
     """
 
     def __init__(self, provider: ScopeProvider) -> None:
         super().__init__(provider)
-        self.import_aliases: set[str] = set()
+        self.sources = NameSources()
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         self.provider.set_metadata(original_node, self.scope)
@@ -296,19 +296,23 @@ class _ScopeVisitor(ScopeVisitor):
         cst.CSTVisitor.on_leave(self, original_node)
 
     def visit_Import(self, node: cst.Import) -> bool | None:
-        self._note_aliases(node.names)
+        self.sources.note_import(node.names)
         return super().visit_Import(node)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool | None:
-        self._note_aliases(node.names)
+        self.sources.note_import(node.names)
         return super().visit_ImportFrom(node)
 
-    def _note_aliases(self, names: Sequence[cst.ImportAlias] | cst.ImportStar) -> None:
-        if not isinstance(names, cst.ImportStar):
-            self.import_aliases.update(a.evaluated_alias for a in names if a.asname is not None)
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool | None:
+        self.sources.scope_names.add(node.name.value)
+        return super().visit_ClassDef(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
+        self.sources.scope_names.add(node.name.value)
+        return super().visit_FunctionDef(node)
 
     def visit_Call(self, node: cst.Call) -> bool | None:
-        if could_be_named(node, _TYPING_SPECIAL_FORMS, self.import_aliases):
+        if self.sources.could_be_named(node, _TYPING_SPECIAL_FORMS):
             return super().visit_Call(node)
         # what libcst's visit_Call does for a call that is none of them (private: libcst's
         # stacks; tests/engine/test_fast_paths.py pins them)
@@ -325,39 +329,72 @@ def _is_assignment_like(node_type: type) -> bool:
     return issubclass(node_type, _ASSIGNMENT_LIKE_NODES)
 
 
-def could_be_named(node: cst.CSTNode, names: Sequence[str], import_aliases: Container[str]) -> bool:
-    """False only when none of ``names`` can be among the qualified names libcst's scopes give
-    ``node`` (``Scope.get_qualified_names_for``); ``import_aliases``: every ``as`` name of the
-    module's imports.
+class NameSources:
+    """What a tree's qualified names can come from, noted by the scope visitor: enough to tell,
+    without a scope lookup, that a node cannot have some qualified names.
 
-    libcst derives those names from the node's dotted name (``get_full_name_for_node``; for an
-    access, the dotted name it was recorded under, which is the same). A local or imported
-    binding keeps the dotted name's last part (``f.<locals>.x``; ``import torch.nn as tnn``
-    makes ``tnn.Linear`` ``torch.nn.Linear``); a builtin gives ``builtins.`` and the first
-    part; only a bare alias (``from torch import cuda as gpu``: ``gpu``) ends in another name.
+    libcst derives a node's names from its dotted name (``get_full_name_for_node``; for an
+    access, the dotted name it was recorded under, which is the same), through the binding of
+    its first part or of a longer prefix:
+    - an import: the imported name, then the rest of the dotted name (``import torch.nn as
+      tnn`` makes ``tnn.Linear`` ``torch.nn.Linear``);
+    - a local binding: the dotted name after the names of the scopes around it
+      (``f.<locals>.x``; nothing at module level);
+    - a builtin: ``builtins.`` and the first part (``int.from_bytes``: ``builtins.int``).
     A node with no dotted name (a string annotation) can have any.
     """
-    dotted = get_full_name_for_node(node)
-    if dotted is None:
-        return True
-    if "." not in dotted and dotted in import_aliases:
-        return True
-    last = dotted.rpartition(".")[2]
-    builtin = "builtins." + dotted.partition(".")[0]
-    return any(name == builtin or name.rpartition(".")[2] == last for name in names)
+
+    def __init__(self) -> None:
+        self.aliases: set[str] = set()  # ``as`` names of imports
+        self.imported: set[str] = set()  # the first part of every name an import binds
+        self.scope_names: set[str] = set()  # names of classes and functions
+
+    def note_import(self, names: Sequence[cst.ImportAlias] | cst.ImportStar) -> None:
+        if isinstance(names, cst.ImportStar):
+            return  # (libcst binds nothing for it)
+        for alias in names:
+            if alias.asname is not None:
+                bound = alias.evaluated_alias
+                self.aliases.add(bound)
+            else:
+                bound = get_full_name_for_node(alias.name)
+            if bound:
+                self.imported.add(bound.partition(".")[0])
+
+    def could_be_named(self, node: cst.CSTNode, names: Sequence[str]) -> bool:
+        """False only when none of ``names`` can be a qualified name of ``node``: each keeps
+        the dotted name's last part, but a builtin's and a bare alias's (``from torch import
+        cuda as gpu``: ``gpu``)."""
+        dotted = get_full_name_for_node(node)
+        if dotted is None or "." not in dotted and dotted in self.aliases:
+            return True
+        last = dotted.rpartition(".")[2]
+        builtin = "builtins." + dotted.partition(".")[0]
+        return any(name == builtin or name.rpartition(".")[2] == last for name in names)
+
+    def could_be_under(self, node: cst.CSTNode, root: str) -> bool:
+        """False only when no qualified name of ``node`` starts with the name ``root`` (its
+        first part): each starts with the dotted name's first part when that is bound at
+        module level, with an imported module otherwise, or with the name of the outermost
+        scope around it: a class, a function, or ``<lambda>`` and the like (or ``builtins``)."""
+        dotted = get_full_name_for_node(node)
+        if dotted is None or root == "builtins" or root.startswith("<"):
+            return True
+        first = dotted.partition(".")[0]
+        return first == root or first in self.imported or root in self.scope_names
 
 
 class _ScopeProvider(ScopeProvider):
     """``ScopeProvider`` with ``_ScopeVisitor``; its ``visit_Module`` is libcst's, but for the
-    visitor's class. ``import_aliases``: the ``as`` names of the tree's imports."""
+    visitor's class. ``sources``: the tree's ``NameSources``."""
 
-    import_aliases: frozenset[str] = frozenset()
+    sources: NameSources | None = None
 
     def visit_Module(self, node: cst.Module) -> None:
         visitor = _ScopeVisitor(self)
         node.visit(visitor)
         visitor.infer_accesses()
-        self.import_aliases = frozenset(visitor.import_aliases)
+        self.sources = visitor.sources
 
 
 _CHEAPER_PROVIDERS = {ScopeProvider: _ScopeProvider}
@@ -391,24 +428,26 @@ class _QualifiedNames(Mapping):
     entry (empty where the scope pass did not reach); a node outside the tree has none, as with
     the provider.
 
-    ``could_name`` answers first whether a node can bear any of some names at all, without a
-    scope lookup: a rule asks of most calls and names whether they are one of a few torch
-    names, and almost none is (``TpuCodemod.is_name``)."""
+    ``could_name`` and ``could_be_under`` answer first whether a node can bear some names at
+    all, without a scope lookup: a rule asks of most calls and names whether they are one of a
+    few torch names, and almost none is (``TpuCodemod.is_name``, ``may_be_under``)."""
 
     def __init__(
-        self, scopes: Mapping, parents: Mapping, import_aliases: frozenset[str] | None = None
+        self, scopes: Mapping, parents: Mapping, sources: NameSources | None = None
     ) -> None:
-        """``import_aliases``: every ``as`` name of the tree's imports; None when unknown."""
+        """``sources``: the tree's ``NameSources``; None when unknown."""
         self._scopes = scopes
         self._parents = parents  # child -> parent: the tree's nodes but the root (and layout)
-        self._import_aliases = import_aliases
+        self._sources = sources
         self._names: dict[cst.CSTNode, set[QualifiedName]] = {}
 
     def could_name(self, node: cst.CSTNode, names: Sequence[str]) -> bool:
         """False only when none of ``names`` is among ``self[node]``."""
-        if self._import_aliases is None:
-            return True
-        return could_be_named(node, names, self._import_aliases)
+        return self._sources is None or self._sources.could_be_named(node, names)
+
+    def could_be_under(self, node: cst.CSTNode, root: str) -> bool:
+        """False only when no name in ``self[node]`` starts with the name ``root``."""
+        return self._sources is None or self._sources.could_be_under(node, root)
 
     def __getitem__(self, node: cst.CSTNode) -> set[QualifiedName]:
         try:

@@ -126,6 +126,17 @@ def f(x):
 class Foo: ...
 class Bar: ...
 class Baz: ...
+
+
+class cuda:
+    class streams:
+        Stream = int
+        default = Stream
+
+
+def torch_like():
+    device = 1
+    return device
 """
 
 
@@ -174,9 +185,11 @@ def test_scopes_resolved_from_visit_module_are_libcsts(source):
     + [pytest.param(TYPING_FORMS, id="typing special forms")],
 )
 def test_could_name_rules_out_no_qualified_name(source):
-    """``could_name``, the shortcut of ``TpuCodemod.is_name`` and of the scope visitor's calls,
-    says no only when the node's qualified names hold none of the names asked: asked of each
-    node with each of its own names (aliases and builtins among them), it says yes."""
+    """``could_name`` and ``could_be_under``, the shortcuts of ``TpuCodemod.is_name`` and
+    ``may_be_under`` and of the scope visitor's calls, say no only when the node's qualified
+    names hold none of the names asked: asked of each node with each of its own names (aliases,
+    builtins, names in classes and functions among them), and with each name's first part,
+    they say yes."""
     shared = SharedMetadata(cst.parse_module(source))
     names = shared.resolved(QualifiedNameProvider)
     asked = ruled_out = 0
@@ -185,8 +198,10 @@ def test_could_name_rules_out_no_qualified_name(source):
             continue
         for name in {q.name for q in names[node]}:
             assert names.could_name(node, [name]), (name, node)
+            assert names.could_be_under(node, name.partition(".")[0]), (name, node)
             asked += 1
         ruled_out += not names.could_name(node, ["torch.cuda.synchronize", "typing.cast"])
+        ruled_out += not names.could_be_under(node, "torch")
     assert asked and ruled_out  # it is asked, and it does rule nodes out
 
 
