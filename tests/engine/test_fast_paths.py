@@ -140,12 +140,15 @@ def torch_like():
 """
 
 
-@pytest.mark.parametrize(
-    "source",
-    [pytest.param(path.read_text(encoding="utf-8"), id=path.name) for path in _sample_sources()]
-    + [pytest.param(STRING_ANNOTATIONS, id="string annotations")]
-    + [pytest.param(TYPING_FORMS, id="typing special forms")],
-)
+SCOPE_SOURCES = [
+    pytest.param(path.read_text(encoding="utf-8"), id=path.name) for path in _sample_sources()
+] + [
+    pytest.param(STRING_ANNOTATIONS, id="string annotations"),
+    pytest.param(TYPING_FORMS, id="typing special forms"),
+]
+
+
+@pytest.mark.parametrize("source", SCOPE_SOURCES)
 def test_scopes_resolved_from_visit_module_are_libcsts(source):
     """The engine calls the scope and expression-context providers' ``visit_Module`` instead of
     libcst's walk over the whole tree: the same scopes and contexts for every node of the tree
@@ -178,12 +181,7 @@ def test_scopes_resolved_from_visit_module_are_libcsts(source):
     assert sorted(described.values()) == sorted(expected_described.values())
 
 
-@pytest.mark.parametrize(
-    "source",
-    [pytest.param(path.read_text(encoding="utf-8"), id=path.name) for path in _sample_sources()]
-    + [pytest.param(STRING_ANNOTATIONS, id="string annotations")]
-    + [pytest.param(TYPING_FORMS, id="typing special forms")],
-)
+@pytest.mark.parametrize("source", SCOPE_SOURCES)
 def test_could_name_rules_out_no_qualified_name(source):
     """``could_name`` and ``could_be_under``, the shortcuts of ``TpuCodemod.is_name`` and
     ``may_be_under`` and of the scope visitor's calls, say no only when the node's qualified
