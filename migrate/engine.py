@@ -558,8 +558,9 @@ def _set_up_worker() -> None:
     """Workers leave Ctrl-C to the main process, which stops the run and reports it once.
 
     What a worker holds when it starts (the modules it imported, about 190,000 objects) stays
-    to the end: frozen, the cycle collector's full collections no longer walk it (1.0 s of
-    them over the 83 largest changed torch files; 0.1 s frozen)."""
+    to the end: frozen, the cycle collector's full collections no longer walk it. Over a
+    quarter of the changed torch files (83), full collections took 1.0 s; 0.2 s with this and
+    the trees freed as soon as they are done with (``SharedMetadata.release``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.freeze()
 
