@@ -2,7 +2,8 @@
 
     tpu-migrate verify SCRIPT [options] [-- SCRIPT_ARGS...]
 
-Exit codes: 0 equivalent, 1 not equivalent (or --strict hygiene failure), 2 a run failed, 3 usage error.
+Exit codes: 0 equivalent, 1 not equivalent (or --strict hygiene failure), 2 a run failed, 3 usage error,
+4 not on XLA (the migrated run's training executed no XLA graph).
 """
 
 from __future__ import annotations
@@ -12,11 +13,16 @@ import sys
 from pathlib import Path
 
 from . import render
-from .compare import DIFFERENT, EQUIVALENT, FAILED
+from .compare import DIFFERENT, EQUIVALENT, FAILED, NOT_ON_XLA
 from .session import Options, UsageError, verify
 
-EXIT_EQUIVALENT, EXIT_DIFFERENT, EXIT_FAILED, EXIT_USAGE = 0, 1, 2, 3
-EXIT_CODES = {EQUIVALENT: EXIT_EQUIVALENT, DIFFERENT: EXIT_DIFFERENT, FAILED: EXIT_FAILED}
+EXIT_EQUIVALENT, EXIT_DIFFERENT, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_ON_XLA = 0, 1, 2, 3, 4
+EXIT_CODES = {
+    EQUIVALENT: EXIT_EQUIVALENT,
+    DIFFERENT: EXIT_DIFFERENT,
+    FAILED: EXIT_FAILED,
+    NOT_ON_XLA: EXIT_NOT_ON_XLA,
+}
 
 DESCRIPTION = (
     "Prove on the CPU that the migrated training loop computes what the original computes: run the "
@@ -63,10 +69,19 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         metavar="R",
-        help="relative tolerance (default: 1e-5; 2e-2 with --keep-autocast)",
+        help="relative floor of every bound (default: 1e-5; 2e-2 with --keep-autocast)",
     )
     parser.add_argument(
-        "--atol", type=float, default=None, metavar="A", help="absolute tolerance (default: 1e-6)"
+        "--atol",
+        type=float,
+        default=None,
+        metavar="A",
+        help="absolute floor of every bound (default: 1e-6)",
+    )
+    parser.add_argument(
+        "--fixed-tolerance",
+        action="store_true",
+        help="no noise run: judge by --rtol/--atol alone instead of bounds measured for the script",
     )
     parser.add_argument(
         "--migrated",
@@ -80,7 +95,8 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="project root to copy and migrate (default: the script's directory)",
+        help="the user's project root, shadowed and migrated (default: the git work tree, else the "
+        "folder holding the script, the working directory and PYTHONPATH)",
     )
     parser.add_argument(
         "--cwd",
@@ -109,13 +125,28 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--keep-dropout",
+        dest="keep_dropout",
         action="store_true",
-        help="leave dropout on (CPU and XLA random streams differ: losses will not match)",
+        default=True,
+        help="dropout on, its masks drawn from the CPU generator on both sides (the default; "
+        "attention and RNN-internal dropout are off on both sides)",
+    )
+    parser.add_argument(
+        "--no-dropout",
+        dest="keep_dropout",
+        action="store_false",
+        help="switch every dropout off on both sides",
     )
     parser.add_argument(
         "--keep-autocast",
         action="store_true",
         help="leave autocast on and compare with a bf16 tolerance",
+    )
+    parser.add_argument(
+        "--no-align-rng",
+        action="store_true",
+        help="let the migrated run draw device random numbers from the XLA RNG (by default they "
+        "come from the CPU generator, as in the original)",
     )
     parser.add_argument(
         "--original-cpu-path",
@@ -174,11 +205,13 @@ def parse(args: argparse.Namespace) -> Options:
         timeout=args.timeout,
         keep_dropout=args.keep_dropout,
         keep_autocast=args.keep_autocast,
+        align_rng=not args.no_align_rng,
         original_cpu_path=args.original_cpu_path,
         strict=args.strict,
         python=args.python,
         keep_temp=args.keep_temp,
         json_out=args.json,
+        fixed_tolerance=args.fixed_tolerance,
     )
 
 

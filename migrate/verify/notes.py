@@ -47,14 +47,26 @@ def run_notes(options: Options, original: SideRun, migrated: SideRun) -> list[st
     counts = {run.spec.side: _counts(run) for run in (original, migrated)}
     notes = []
     dropout = counts[ORIGINAL]["dropout"], counts[MIGRATED]["dropout"]
-    if options.keep_dropout:
+    if options.keep_dropout and options.align_rng:
+        masks = sum(n for k, n in counts[MIGRATED].items() if k in _DROPOUT_DRAWS)
         notes.append(
-            "dropout kept (--keep-dropout): CPU and XLA draw different random masks, "
+            "dropout on: the migrated run drew its masks from the CPU generator as the original's "
+            f"CPU dropout does ({masks} dropout call(s) on XLA; --no-dropout switches it off)"
+        )
+        unaligned = counts[ORIGINAL]["dropout:unaligned"], counts[MIGRATED]["dropout:unaligned"]
+        if any(unaligned):
+            notes.append(
+                "dropout inside attention and RNN kernels cannot be drawn on the CPU: off on both "
+                f"sides ({unaligned[0]} call(s) in the original run, {unaligned[1]} in the migrated)"
+            )
+    elif options.keep_dropout:
+        notes.append(
+            "dropout on with --no-align-rng: CPU and XLA draw different random masks, "
             "so the losses are not expected to match"
         )
     else:
         notes.append(
-            f"dropout disabled on both sides (device RNG streams differ): "
+            f"dropout disabled on both sides (--no-dropout): "
             f"{dropout[0]} dropout call(s) in the original run, {dropout[1]} in the migrated run"
         )
     autocast = counts[ORIGINAL]["autocast"], counts[MIGRATED]["autocast"]
@@ -92,12 +104,55 @@ def run_notes(options: Options, original: SideRun, migrated: SideRun) -> list[st
             notes.append(
                 "CUDA mapping was ready in the original run, but the script never used CUDA"
             )
+    notes.extend(_migrated_side_notes(options, counts[MIGRATED]))
     notes.append(
         f"seeded random, numpy and torch with {options.seed} before each run "
         f"(and the XLA RNG at the migrated run's first torch_xla.device())"
     )
     for run in (original, migrated):
         notes.extend(_process_notes(run, options.steps))
+    return notes
+
+
+_DROPOUT_DRAWS = {
+    "rng:" + name
+    for name in ("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout")
+}
+
+
+def _listed(counts: Counter, prefix: str) -> str:
+    """ "name xN, ..." for the counts under prefix, most used first."""
+    found = {k.removeprefix(prefix): n for k, n in counts.items() if k.startswith(prefix)}
+    return ", ".join(f"{name} x{n}" for name, n in sorted(found.items(), key=lambda kv: -kv[1]))
+
+
+def _migrated_side_notes(options: Options, counts: Counter) -> list[str]:
+    """What xla_standins.py and rng_align.py did in the migrated run."""
+    notes = []
+    standins = _listed(counts, "xla-standin:")
+    if standins:
+        notes.append(
+            "TPU runtime APIs that XLA:CPU cannot run were given CPU stand-ins in the migrated "
+            f"run: {standins}"
+        )
+    if not options.align_rng:
+        notes.append(
+            "random draws on the XLA device left to the XLA RNG (--no-align-rng): they differ "
+            "from the original's, which come from the CPU generator"
+        )
+        return notes
+    aligned = _listed(counts, "rng:")
+    if aligned:
+        notes.append(
+            "random draws of the migrated run taken from the CPU generator, as in the original: "
+            + aligned
+        )
+    unaligned = _listed(counts, "rng-unaligned:")
+    if unaligned:
+        notes.append(
+            "random draws of the migrated run that could not be taken from the CPU generator "
+            f"(they come from the XLA RNG, so they differ from the original's): {unaligned}"
+        )
     return notes
 
 

@@ -14,15 +14,31 @@ from .runner import BOOTSTRAP_DIR, protocol
 _DIFF_MODULE = BOOTSTRAP_DIR / "_tpu_migrate_verify" / "params_diff.py"
 
 
-def compare_params(original: Path, migrated: Path, rtol: float, atol: float, python: str) -> dict:
+def compare_params(
+    original: Path,
+    migrated: Path,
+    rtol: float,
+    atol: float,
+    python: str,
+    noise: Path | None = None,
+    multiplier: float = 0.0,
+) -> dict:
     """The bootstrap's params_diff result; raises RuntimeError when the files cannot be compared."""
     if importlib.util.find_spec("torch") is not None:
-        return _load_diff_module().diff(str(original), str(migrated), rtol, atol)
-    return compare_in_subprocess(original, migrated, rtol, atol, python)
+        return _load_diff_module().diff(
+            str(original), str(migrated), rtol, atol, str(noise) if noise else None, multiplier
+        )
+    return compare_in_subprocess(original, migrated, rtol, atol, python, noise, multiplier)
 
 
 def compare_in_subprocess(
-    original: Path, migrated: Path, rtol: float, atol: float, python: str
+    original: Path,
+    migrated: Path,
+    rtol: float,
+    atol: float,
+    python: str,
+    noise: Path | None = None,
+    multiplier: float = 0.0,
 ) -> dict:
     """Same comparison with the interpreter that ran the script (this one may not have torch)."""
     proc = subprocess.run(
@@ -34,6 +50,7 @@ def compare_in_subprocess(
             str(migrated),
             repr(rtol),
             repr(atol),
+            *([str(noise), repr(multiplier)] if noise else []),
         ],
         capture_output=True,
         text=True,

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-import shutil
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import codemods
 
-from ..discover import SKIPPED_DIRS, discover
+from ..discover import Discovery, discover
 from ..engine import Selection, migrate_file, migrate_files
+from .shadow import Shadow
 
 
 @dataclass
 class MigratedCopy:
-    root: Path  # the copy of the project root
-    script: Path  # the migrated script inside it
+    root: Path  # the user's project root
+    script: Path  # the migrated script, in the shadow
     changed: dict[str, dict[str, int]] = field(
         default_factory=dict
     )  # relative path -> rule -> edits
@@ -23,6 +24,7 @@ class MigratedCopy:
     findings: int = 0  # TPU2xx findings a human still has to look at
     # what the original run repeats (see original_side_adjustments), with absolute paths
     adjustments: list[dict] = field(default_factory=list)
+    migrated: set[str] = field(default_factory=set)  # real paths of the user's files migrated
 
     def notes(self, original_root: Path) -> list[str]:
         notes = []
@@ -31,7 +33,7 @@ class MigratedCopy:
                 f"{path} ({', '.join(f'{code}x{n}' for code, n in sorted(rules.items()))})"
                 for path, rules in sorted(self.changed.items())
             )
-            notes.append(f"migrated a temporary copy of {original_root}: {files}")
+            notes.append(f"migrated into a temporary shadow of {original_root}: {files}")
         else:
             notes.append(f"the migration changed no file of {original_root}")
         if self.findings:
@@ -108,23 +110,31 @@ def _with_paths(adjustments, path: Path) -> list[dict]:
     return [{**adjustment.to_dict(), "path": str(path.resolve())} for adjustment in adjustments]
 
 
-def migrate_copy(root: Path, script: Path, destination: Path) -> MigratedCopy:
-    """Copy ``root`` to ``destination`` and migrate every Python file of the copy."""
-    shutil.copytree(root, destination, symlinks=True, ignore=shutil.ignore_patterns(*SKIPPED_DIRS))
-    copy = MigratedCopy(root=destination, script=destination / script.relative_to(root))
-    found = discover([destination])
+def migrate_copy(root: Path, script: Path, shadow: Shadow, files=None) -> MigratedCopy:
+    """Migrate the Python files of ``root`` (the user's, read only) into ``shadow``.
+
+    ``files`` narrows the files to migrate (default: every Python file ``discover`` finds under
+    ``root``); a file no rule changes stays a link to the user's file.
+    """
+    copy = MigratedCopy(root=root, script=shadow.path(script))
+    found = discover([root]) if files is None else Discovery(files=list(files))
     for path, message in found.problems:
-        copy.errors.append(f"{_relative(path, destination)}: {message}")
+        copy.errors.append(f"{_relative(path, root)}: {message}")
+    placed: dict[Path, bytes | None] = {}
     for result in migrate_files(found.files, Selection.from_options(), jobs=1):
-        relative = _relative(result.path, destination)
+        path = Path(os.path.abspath(result.path))
+        relative = _relative(path, root)
+        copy.migrated.add(os.path.realpath(path))
+        placed[path] = None
         if result.error:
             copy.errors.append(f"{relative}:{result.error_line}: {result.error}")
             continue
         copy.findings += len(result.findings)
-        copy.adjustments += _with_paths(result.adjustments, root / relative)
+        copy.adjustments += _with_paths(result.adjustments, path)
         if result.changed:
-            result.path.write_bytes(result.new_bytes())
+            placed[path] = result.new_bytes()
             copy.changed[relative] = dict(result.applied)
+    shadow.add_files(placed)
     return copy
 
 

@@ -18,6 +18,12 @@ def text(report: Report) -> str:
         lines += [*_table(report), ""]
     if report.params is not None:
         lines += [_params_line(report), ""]
+    if report.margin is not None and report.margin.get("where"):
+        lines += [
+            f"margin: the worst difference is {report.margin['ratio']:.2g} times its bound "
+            f"({report.margin['where']}; above 1 is beyond tolerance)",
+            "",
+        ]
     if report.hygiene is not None:
         lines += [*_hygiene(report), ""]
     if report.notes:
@@ -40,9 +46,12 @@ def text(report: Report) -> str:
 
 def _title(report: Report) -> str:
     options = report.options
+    bounds = f"rtol {report.tolerance.rtol:g}, atol {report.tolerance.atol:g}"
+    if report.tolerance.multiplier:
+        bounds += f" + {report.tolerance.multiplier:g} x noise-run drift"
     return (
-        f"tpu-migrate verify {options.script.name}: {options.steps} optimizer step(s), seed {options.seed}, "
-        f"rtol {report.tolerance.rtol:g}, atol {report.tolerance.atol:g}"
+        f"tpu-migrate verify {options.script.name}: {options.steps} optimizer step(s), "
+        f"seed {options.seed}, bounds {bounds}"
     )
 
 
@@ -50,6 +59,7 @@ def _runs(report: Report) -> list[str]:
     lines = []
     for label, run, where in (
         ("original", report.original, "CPU"),
+        ("noise", report.noise, "CPU, nudged"),
         ("migrated", report.migrated, "XLA:CPU"),
     ):
         if run is None:
@@ -68,7 +78,10 @@ def _runs(report: Report) -> list[str]:
 
 
 def _table(report: Report) -> list[str]:
-    header = f"{'step':>5}  {'original loss':>15}  {'migrated loss':>15}  {'rel diff':>9}"
+    header = (
+        f"{'step':>5}  {'original loss':>15}  {'migrated loss':>15}  {'rel diff':>9}  "
+        f"{'diff/bound':>10}"
+    )
     lines = [header, "-" * len(header)]
     for row in report.rows:
         mark = (
@@ -76,9 +89,10 @@ def _table(report: Report) -> list[str]:
             if row.ok
             else "  <- differs" if row.reached_by == "both" else f"  <- {row.reached_by} only"
         )
+        ratio = "n/a" if row.ratio is None else f"{row.ratio:.2g}"
         lines.append(
             f"{row.step:>5}  {_loss(row.original):>15}  {_loss(row.migrated):>15}  "
-            f"{_sci(row.rel_diff):>9}{mark}"
+            f"{_sci(row.rel_diff):>9}  {ratio:>10}{mark}"
         )
     return lines
 
@@ -144,6 +158,9 @@ def to_json(report: Report) -> dict:
                     "original_loss": r.original,
                     "migrated_loss": r.migrated,
                     "rel_diff": r.rel_diff,
+                    "bound": r.bound,
+                    "noise_drift": r.noise,
+                    "ratio": r.ratio,
                     "within_tolerance": r.ok,
                 }
                 for r in report.rows
@@ -153,13 +170,21 @@ def to_json(report: Report) -> dict:
             "notes": list(report.notes),
             "strict": report.options.strict,
             "strict_failures": list(verdict.strict_failures),
-            "tolerance": {"rtol": report.tolerance.rtol, "atol": report.tolerance.atol},
+            "tolerance": {
+                "rtol": report.tolerance.rtol,
+                "atol": report.tolerance.atol,
+                "noise_multiplier": report.tolerance.multiplier,
+                "measured": bool(report.tolerance.multiplier),
+            },
+            "margin": report.margin,
             "requested_steps": report.options.steps,
             "seed": report.options.seed,
             "script": str(report.options.script),
             "migrated_script": str(report.migrated_script) if report.migrated_script else None,
             "runs": {
-                run.spec.side: _run_json(run) for run in (report.original, report.migrated) if run
+                run.spec.name: _run_json(run)
+                for run in (report.original, report.noise, report.migrated)
+                if run
             },
             "failure": (
                 None

@@ -42,6 +42,12 @@ class SideSpec:
     pythonpath: list[str] = field(
         default_factory=list
     )  # the user's PYTHONPATH entries, for this side
+    label: str = ""  # how the report names the run (default: the side)
+    essential: bool = True  # when it fails, the other runs are stopped
+
+    @property
+    def name(self) -> str:
+        return self.label or self.side
 
 
 @dataclass
@@ -54,6 +60,7 @@ class SideRun:
     stdout: str = ""
     stderr: str = ""
     traces: list[dict] = field(default_factory=list)
+    imports: list[dict] = field(default_factory=list)  # local modules from outside the shadow
     failure: str | None = None  # why this run cannot be compared; None when it can
 
     @property
@@ -86,6 +93,7 @@ def side_env(spec: SideSpec, base: dict[str, str] | None = None) -> dict[str, st
     env["CUDA_VISIBLE_DEVICES"] = (
         ""  # the original never uses a real GPU, even on a machine with one
     )
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # no bytecode of the run in the user's folders
     if spec.side == ORIGINAL:
         # Distributed scripts are verified with world size 1.
         env.update(
@@ -172,6 +180,7 @@ class RunningSide:
         run.seconds = self.seconds
         run.stdout, run.stderr = self._read(self._stdout), self._read(self._stderr)
         run.traces = read_traces(self.spec.config.trace_dir, self.spec.side)
+        run.imports = read_imports(self.spec.config.trace_dir, self.spec.side)
         run.failure = failure_of(run, self.timeout)
         return run
 
@@ -203,6 +212,16 @@ def read_traces(trace_dir: str, side: str) -> list[dict]:
     return traces
 
 
+def read_imports(trace_dir: str, side: str) -> list[dict]:
+    modules = []
+    for path in Path(trace_dir).glob(f"imports-{side}-*.json"):
+        try:
+            modules += json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+    return modules
+
+
 def failure_of(run: SideRun, timeout: float) -> str | None:
     """Why a finished run cannot be compared (None: it can). Never hides a problem of the script."""
     if run.cancelled:
@@ -223,34 +242,51 @@ def failure_of(run: SideRun, timeout: float) -> str | None:
     if run.trace is None:
         if not run.root_trace.get("torch_imported"):
             return "the script never imported torch"
-        return "no optimizer step was observed (is optimizer.step() ever called?)"
-    if run.spec.side == MIGRATED and not run.trace.get("torch_xla_used"):
-        return "the migrated script never used the XLA device (is it really the migrated version?)"
-    return None
+        return (
+            "no training step was observed: neither an optimizer step (is optimizer.step() ever "
+            "called?) nor an in-place update of the parameters after backward()"
+        )
+    return None  # a migrated run that stayed off XLA is a verdict of its own (session.not_on_xla)
 
 
-def run_sides(specs: list[SideSpec], timeout: float, poll_seconds: float = 0.05) -> list[SideRun]:
-    """Run the sides at the same time, one process each; when one fails the others are stopped."""
+def run_sides(
+    specs: list[SideSpec], timeout: float, poll_seconds: float = 0.05, at_once: int = 2
+) -> list[SideRun]:
+    """Run the sides, one process each and ``at_once`` at a time, in the order given (a later one
+    starts when an earlier one ends). When an essential side fails, the others are stopped and
+    the ones not started yet are not started."""
+    waiting = list(specs)
+    started: dict[int, RunningSide] = {}
     running: list[RunningSide] = []
     try:
-        for spec in specs:
-            running.append(RunningSide(spec, timeout))
-        pending = list(running)
-        while pending:
-            for side in list(pending):
+        while waiting or running:
+            while waiting and len(running) < at_once:
+                spec = waiting.pop(0)
+                side = RunningSide(spec, timeout)
+                started[id(spec)] = side
+                running.append(side)
+            for side in list(running):
                 if not side.done():
                     continue
                 side.seconds = time.monotonic() - side.started
-                pending.remove(side)
-                if side.failed:
-                    for other in pending:
+                running.remove(side)
+                if side.failed and side.spec.essential:
+                    for other in running:
                         other.seconds = time.monotonic() - other.started
                         other.cancel()
-                    pending.clear()
+                    running.clear()
+                    waiting.clear()
                     break
             time.sleep(poll_seconds)
     except BaseException:
-        for side in running:
+        for side in started.values():
             side.cancel()
         raise
-    return [side.collect() for side in running]
+    return [
+        started[id(spec)].collect() if id(spec) in started else _never_started(spec)
+        for spec in specs
+    ]
+
+
+def _never_started(spec: SideSpec) -> SideRun:
+    return SideRun(spec, cancelled=True, failure="stopped early: the other run had already failed")

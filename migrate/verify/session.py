@@ -6,11 +6,15 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .compare import (
     FAILED,
+    NOISE_MULTIPLIER,
+    NOT_ON_XLA,
+    NUDGE,
+    margin,
     WARMUP_STEPS,
     Hygiene,
     StepRow,
@@ -23,12 +27,15 @@ from .compare import (
 )
 from .notes import failure_hints, run_notes
 from .params import compare_params
+from ..discover import discover
 from .project import (
+    MigratedCopy,
     adjustments_for_given_migration,
     migrate_copy,
     numerics_notes,
     rules_applied_to,
 )
+from .shadow import Shadow, project_root
 from .runner import MIGRATED, ORIGINAL, SideRun, SideSpec, protocol, run_sides
 
 
@@ -45,20 +52,23 @@ class Options:
     rtol: float | None = None
     atol: float | None = None
     migrated: Path | None = None
-    root: Path | None = None
+    root: Path | None = None  # the user's project root (default: see shadow.project_root)
     cwd: Path | None = None
     timeout: float = 300.0
-    keep_dropout: bool = False
+    keep_dropout: bool = True  # masks aligned (rng_align.py); False: dropout off on both sides
     keep_autocast: bool = False
+    align_rng: bool = True  # migrated draws on XLA from the CPU generator
     original_cpu_path: bool = False
     strict: bool = False
     python: str = sys.executable
     keep_temp: bool = False
     json_out: str | None = None  # where the command writes the JSON result ("-": stdout)
+    fixed_tolerance: bool = False  # no noise run: the bounds are rtol/atol alone
 
     @property
     def tolerance(self) -> Tolerance:
-        return Tolerance.default(self.keep_autocast, self.rtol, self.atol)
+        tolerance = Tolerance.default(self.keep_autocast, self.rtol, self.atol)
+        return Tolerance(tolerance.rtol, tolerance.atol, 0.0) if self.fixed_tolerance else tolerance
 
 
 @dataclass
@@ -75,6 +85,8 @@ class Report:
     migrated_script: Path | None = None
     original: SideRun | None = None
     migrated: SideRun | None = None
+    noise: SideRun | None = None  # the original with its rounding nudged (see compare.NUDGE)
+    margin: dict | None = None  # the worst difference over its bound, and where
     rows: list[StepRow] = field(default_factory=list)
     params: dict | None = None
     hygiene: Hygiene | None = None
@@ -90,10 +102,10 @@ def check_options(options: Options) -> Options:
     if not script.is_file():
         raise UsageError(f"{script}: no such file")
     script = script.resolve()
-    root = (options.root or script.parent).resolve()
-    if options.root is not None and not root.is_dir():
+    root = options.root.resolve() if options.root is not None else None
+    if root is not None and not root.is_dir():
         raise UsageError(f"--root {options.root}: not a directory")
-    if not script.is_relative_to(root):
+    if root is not None and not script.is_relative_to(root):
         raise UsageError(f"{script} is not inside --root {root}")
     migrated = options.migrated
     if migrated is not None:
@@ -133,14 +145,32 @@ def verify(options: Options) -> Report:
 
 
 def _run(options: Options, report: Report, temp: Path) -> None:
-    migrated_script, migrated_cwd, pythonpath, adjustments = _migrated_side(options, report, temp)
-    report.migrated_script = migrated_script
-    user_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    layout = _layout(options, report, temp)
+    report.migrated_script = layout.migrated_script
+    original_script = layout.original.path(options.script)
     specs = [
-        _spec(options, ORIGINAL, options.script, options.cwd, user_path, temp, adjustments),
-        _spec(options, MIGRATED, migrated_script, migrated_cwd, pythonpath or user_path, temp),
+        _spec(
+            options, ORIGINAL, original_script, layout, layout.original, temp, layout.adjustments
+        ),
+        _spec(options, MIGRATED, layout.migrated_script, layout, layout.migrated, temp),
     ]
-    report.original, report.migrated = run_sides(specs, options.timeout)
+    if not options.fixed_tolerance:
+        noise = Shadow(temp / "shadow-noise")
+        noise.unshare(options.cwd)
+        noise.unshare(options.script.parent)
+        spec = _spec(
+            options, ORIGINAL, noise.path(options.script), layout, noise, temp, layout.adjustments
+        )
+        spec.config = replace(spec.config, trace_dir=str(temp / "trace-noise"), perturb=NUDGE)
+        spec.label, spec.essential = "noise", False
+        specs.append(spec)
+    runs = run_sides(specs, options.timeout)
+    report.original, report.migrated = runs[:2]
+    report.noise = runs[2] if len(runs) > 2 else None
+    if _migrate_what_the_run_imported(options, report, layout):
+        again = _spec(options, MIGRATED, layout.migrated_script, layout, layout.migrated, temp)
+        again.config = replace(again.config, trace_dir=str(temp / "trace-migrated-again"))
+        (report.migrated,) = run_sides([again], options.timeout)
     report.notes.extend(run_notes(options, report.original, report.migrated))
     for run in sorted((report.original, report.migrated), key=lambda run: run.cancelled):
         if run.failure:
@@ -149,7 +179,13 @@ def _run(options: Options, report: Report, temp: Path) -> None:
             report.notes.extend(failure_hints(run, options))
             return
     original_trace, migrated_trace = report.original.trace, report.migrated.trace
-    report.rows = compare_losses(original_trace["steps"], migrated_trace["steps"], report.tolerance)
+    noise_trace = _usable_noise(options, report)
+    report.rows = compare_losses(
+        original_trace["steps"],
+        migrated_trace["steps"],
+        report.tolerance,
+        noise_trace["steps"] if noise_trace else None,
+    )
     if migrated_trace.get("hygiene"):
         report.hygiene = summarize_hygiene(migrated_trace["hygiene"])
         if not report.hygiene.steady_steps:
@@ -158,6 +194,10 @@ def _run(options: Options, report: Report, temp: Path) -> None:
                 f"state (use --steps {WARMUP_STEPS + 2} or more); per-step numbers are "
                 "whole-run averages"
             )
+    off_xla = not_on_xla(migrated_trace, report.hygiene)
+    if off_xla:
+        report.verdict = Verdict(NOT_ON_XLA, off_xla)
+        return
     try:
         report.params = compare_params(
             report.original.params_path(),
@@ -165,20 +205,93 @@ def _run(options: Options, report: Report, temp: Path) -> None:
             report.tolerance.rtol,
             report.tolerance.atol,
             options.python,
+            report.noise.params_path() if noise_trace else None,
+            report.tolerance.multiplier if noise_trace else 0.0,
         )
     except (OSError, RuntimeError) as exc:
         report.failure = Failure("verify", f"could not compare the parameters: {exc}")
         report.verdict = Verdict(FAILED, report.failure.message)
         return
+    report.margin = margin(report.rows, report.params)
     strict = strict_failures(report.hygiene) if options.strict else []
     report.verdict = decide(report.rows, report.params, report.tolerance, strict)
 
 
-def _migrated_side(
-    options: Options, report: Report, temp: Path
-) -> tuple[Path, Path, list[str], list[dict]]:
-    """The migrated script, its working directory, PYTHONPATH entries pointing into the copy, and
-    the rules' changes of behaviour the original run repeats."""
+def _usable_noise(options: Options, report: Report) -> dict | None:
+    """The noise run's trace when it can measure the bounds; otherwise a note says why not."""
+    if options.fixed_tolerance:
+        report.notes.append(
+            f"fixed tolerance (--fixed-tolerance): rtol {report.tolerance.rtol:g}, "
+            f"atol {report.tolerance.atol:g}, no noise run"
+        )
+        return None
+    run = report.noise
+    wanted = len(report.original.trace["steps"])
+    if run is None or run.failure or run.trace is None or len(run.trace["steps"]) < wanted:
+        why = run.failure if run is not None and run.failure else "it did not reach every step"
+        report.notes.append(
+            f"the noise run could not measure the bounds ({why}): rtol "
+            f"{report.tolerance.rtol:g} and atol {report.tolerance.atol:g} alone"
+        )
+        report.tolerance = replace(report.tolerance, multiplier=0.0)
+        return None
+    report.notes.append(
+        f"bounds measured by a noise run (the original with its parameters nudged by "
+        f"{NUDGE:.1e} relative at each step): atol {report.tolerance.atol:g} + rtol "
+        f"{report.tolerance.rtol:g} x |value| + {report.tolerance.multiplier:g} x its drift"
+    )
+    return run.trace
+
+
+def not_on_xla(trace: dict, hygiene) -> str | None:
+    """Why the migrated run's training did not run on XLA (None when it did)."""
+    devices = trace.get("param_devices") or []
+    where = trace.get("optimizer_created_at")
+    if devices and "xla" not in devices:
+        holder = f"the optimizer built at {where}" if where else "the optimizer"
+        return (
+            f"{holder} holds {', '.join(devices)} tensors, not XLA ones: " f"{_device_words(trace)}"
+        )
+    if not trace.get("torch_xla_used"):
+        return f"the migrated run never started the XLA runtime: {_device_words(trace)}"
+    if hygiene is not None and hygiene.compilations == 0:
+        return f"the migrated run's training steps executed no XLA graph: {_device_words(trace)}"
+    return None
+
+
+def _device_words(trace: dict) -> str:
+    moves = trace.get("device_moves") or []
+    if moves:
+        first = moves[0]
+        return f"the model went to {first['device']} at {first['where']}"
+    return "no module was moved to the XLA device (is torch_xla.device() used?)"
+
+
+@dataclass
+class Layout:
+    """Where the runs happen: one shadow of the user's tree per run (see shadow.py)."""
+
+    root: Path  # the user's project root
+    original: Shadow
+    migrated: Shadow
+    migrated_script: Path  # in the migrated shadow
+    protected: list[Path]  # the user's folders the shadows stand for
+    copy: MigratedCopy | None = None  # None when the migrated script was given
+    adjustments: list[dict] = field(default_factory=list)
+
+
+def _layout(options: Options, report: Report, temp: Path) -> Layout:
+    """Build the shadows: the original's code linked, the migrated side's code migrated."""
+    user_path = _user_pythonpath()
+    if options.root is not None:
+        root, notes = options.root, [f"project root: {options.root} (--root)"]
+    else:
+        root, notes = project_root(options.script, options.cwd, user_path)
+    report.notes.extend(notes)
+    original, migrated = Shadow(temp / "shadow-original"), Shadow(temp / "shadow-migrated")
+    for shadow in (original, migrated):
+        shadow.unshare(options.cwd)
+        shadow.unshare(options.script.parent)
     if options.migrated is not None:
         report.notes.append(f"migrated script given: {options.migrated}")
         adjustments, notes, missing = adjustments_for_given_migration(
@@ -187,31 +300,81 @@ def _migrated_side(
         applied = [code for code in rules_applied_to(options.script) if code not in missing]
         report.notes.extend(numerics_notes(applied))
         report.notes.extend(notes)
-        return options.migrated, options.cwd, [], adjustments
-    copy = migrate_copy(options.root, options.script, temp / "project")
-    report.notes.extend(copy.notes(options.root))
-
-    def into_copy(path: Path) -> Path:
-        return (
-            copy.root / path.relative_to(options.root)
-            if path.is_relative_to(options.root)
-            else path
+        migrated.unshare(options.migrated.parent)
+        protected = [root] + (
+            [] if options.migrated.is_relative_to(root) else [options.migrated.parent]
         )
+        return Layout(
+            root,
+            original,
+            migrated,
+            migrated.path(options.migrated),
+            protected,
+            adjustments=adjustments,
+        )
+    copy = migrate_copy(root, options.script, migrated)
+    report.notes.extend(copy.notes(root))
+    return Layout(root, original, migrated, copy.script, [root], copy, copy.adjustments)
 
-    pythonpath = [
-        str(into_copy(Path(p).resolve()))
-        for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-        if p
+
+def _user_pythonpath() -> list[Path]:
+    return [Path(p).resolve() for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+
+
+def _migrate_what_the_run_imported(options: Options, report: Report, layout: Layout) -> bool:
+    """Migrate the local modules the migrated run imported from outside the project root.
+
+    A module reached through a ``sys.path`` edit or a PYTHONPATH entry outside the root was
+    imported unmigrated; its package is migrated into the shadow too, and True asks for the
+    migrated run again.
+    """
+    if layout.copy is None or report.migrated.failure and not report.migrated.imports:
+        return False
+    outside = [
+        module for module in report.migrated.imports if module["real"] not in layout.copy.migrated
     ]
-    return copy.script, into_copy(options.cwd), pythonpath, copy.adjustments
+    if not outside:
+        return False
+    trees: dict[Path, list[Path]] = {}
+    for module in outside:
+        top, files = _package_of(module)
+        trees.setdefault(top, []).extend(files)
+    for top, files in sorted(trees.items()):
+        base = top if top.is_dir() else top.parent
+        copy = migrate_copy(base, options.script, layout.migrated, files=sorted(set(files)))
+        layout.copy.migrated |= copy.migrated
+        layout.copy.adjustments += copy.adjustments
+        layout.protected.append(top)
+        names = ", ".join(sorted(m["name"] for m in outside if _package_of(m)[0] == top))
+        changed = ", ".join(
+            f"{path} ({', '.join(f'{code}x{n}' for code, n in sorted(rules.items()))})"
+            for path, rules in sorted(copy.changed.items())
+        )
+        report.notes.append(
+            f"the migrated run imported {names} from {base}, outside the project root: "
+            f"migrated {changed or 'it (no rule changed it)'} into the shadow too and ran again"
+        )
+    return True
+
+
+def _package_of(module: dict) -> tuple[Path, list[Path]]:
+    """The folder of a module's top-level package (or the module file) and its Python files."""
+    path = Path(module["real"])
+    depth = module["name"].count(".") + (1 if path.name == "__init__.py" else 0)
+    top = path.parent if depth else path
+    for _ in range(max(depth - 1, 0)):
+        top = top.parent
+    if top.is_dir():
+        return top, discover([top]).files
+    return top, [top]
 
 
 def _spec(
     options: Options,
     side: str,
     script: Path,
-    cwd: Path,
-    pythonpath: list[str],
+    layout: Layout,
+    shadow: Shadow,
     temp: Path,
     adjustments: list[dict] = (),
 ) -> SideSpec:
@@ -222,9 +385,23 @@ def _spec(
         seed=options.seed,
         keep_dropout=options.keep_dropout,
         keep_autocast=options.keep_autocast,
+        align_rng=options.align_rng,
         map_cuda=not options.original_cpu_path,
         adjustments=tuple(adjustments),
+        shadow=str(shadow.base),
+        protected=tuple(str(p) for p in layout.protected),
+        remap_imports=side == MIGRATED,
     )
+    pythonpath = [
+        str(shadow.path(p)) if any(p.is_relative_to(root) for root in layout.protected) else str(p)
+        for p in _user_pythonpath()
+    ]
     return SideSpec(
-        side, script, list(options.script_args), cwd, options.python, config, pythonpath
+        side,
+        script,
+        list(options.script_args),
+        shadow.path(options.cwd),
+        options.python,
+        config,
+        pythonpath,
     )

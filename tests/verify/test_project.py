@@ -12,6 +12,7 @@ from migrate.verify.project import (
     numerics_notes,
     rules_applied_to,
 )
+from migrate.verify.shadow import Shadow
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -42,7 +43,7 @@ def _training_loader_line(script: Path) -> int:
 
 def test_the_original_run_repeats_drop_last_at_the_users_line(tmp_path):
     script = PARTIAL / "before/train.py"
-    copy = migrate_copy(PARTIAL / "before", script, tmp_path / "copy")
+    copy = migrate_copy(PARTIAL / "before", script, Shadow(tmp_path / "shadow"))
     line = _training_loader_line(script)
     assert copy.adjustments == [
         {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import atexit
 
-from .protocol import FINISHED, ORIGINAL, Config
+from .protocol import FINISHED, MIGRATED, ORIGINAL, Config
 from .recorder import Recorder
 
 RECORDER: Recorder | None = None
@@ -16,9 +16,10 @@ def install(config: Config) -> None:
         return
     import torch
 
-    from . import neutralize
+    from . import neutralize, sandbox
 
     torch.manual_seed(config.seed)
+    sandbox.guard_torch_save(torch)
     RECORDER = Recorder(config)
     neutralize.install(config, RECORDER.notes)
     if config.side == ORIGINAL and config.map_cuda:
@@ -30,15 +31,28 @@ def install(config: Config) -> None:
 
         align.install(config.adjustments, RECORDER.notes)
     RECORDER.install_hooks()
+    if config.side == MIGRATED:
+        from . import device_trail
+
+        device_trail.install()
+    if config.perturb:
+        from . import perturb
+
+        perturb.install(config.perturb, config.seed)
     atexit.register(write_if_it_trained)
 
 
 def install_xla(config: Config) -> None:
     if RECORDER is None:  # torch_xla imports torch first, so this does not happen in practice
         install(config)
-    from . import xla_probe
+    from . import xla_probe, xla_standins
 
     RECORDER.xla = xla_probe.XlaProbe(config.seed)
+    xla_standins.install(RECORDER.notes)
+    if config.align_rng:
+        from . import rng_align
+
+        rng_align.install(config, RECORDER.notes)
 
 
 def write_if_it_trained() -> None:

@@ -1,4 +1,8 @@
-"""Switch off what cannot be compared between CPU and XLA: dropout (RNG streams differ) and autocast.
+"""Switch off what cannot be compared between CPU and XLA: autocast, and dropout where masks differ.
+
+Dropout stays on by default: rng_align.py draws the migrated run's masks from the CPU generator,
+as the original's CPU dropout does, except inside attention and RNN kernels, where it is switched
+off on both sides. ``--no-dropout`` switches every dropout off (``keep_dropout`` False).
 
 Both sides get exactly the same switches. The functions are replaced on the modules they live in
 before the script runs, so module layers (nn.Dropout, nn.MultiheadAttention, Transformer layers),
@@ -39,7 +43,35 @@ _TORCH_DROPOUT = (
 def install(config: Config, notes: Counter) -> None:
     if not config.keep_dropout:
         _disable_dropout(notes)
+    elif config.align_rng:
+        _disable_unaligned_dropout(notes)
     _control_autocast(config, notes)
+
+
+def _disable_unaligned_dropout(notes: Counter) -> None:
+    """Dropout whose masks the alignment cannot draw on the CPU (rng_align.py) is off on both
+    sides: attention's fused dropout and the dropout between the layers of RNN kernels."""
+    sdpa = getattr(F, "scaled_dot_product_attention", None)
+    if sdpa is not None:
+        F.scaled_dot_product_attention = _sdpa_without_dropout(sdpa, notes, "dropout:unaligned")
+    for cls in (torch.nn.RNN, torch.nn.LSTM, torch.nn.GRU):
+        cls.forward = _rnn_without_dropout(cls.forward, notes)
+
+
+def _rnn_without_dropout(forward, notes: Counter):
+    @functools.wraps(forward)
+    def rnn_forward(self, *args, **kwargs):
+        p = self.dropout
+        if not (self.training and p):
+            return forward(self, *args, **kwargs)
+        notes["dropout:unaligned"] += 1
+        self.dropout = 0.0
+        try:
+            return forward(self, *args, **kwargs)
+        finally:
+            self.dropout = p
+
+    return rnn_forward
 
 
 def _disable_dropout(notes: Counter) -> None:
@@ -78,12 +110,12 @@ def _identity_dropout(dropout, notes: Counter):
     return no_dropout
 
 
-def _sdpa_without_dropout(sdpa, notes: Counter):
+def _sdpa_without_dropout(sdpa, notes: Counter, key: str = "dropout"):
     @functools.wraps(sdpa)
-    def sdpa_no_dropout(query, key, value, attn_mask=None, dropout_p=0.0, *args, **kwargs):
+    def sdpa_no_dropout(query, key_, value, attn_mask=None, dropout_p=0.0, *args, **kwargs):
         if dropout_p:
-            notes["dropout"] += 1
-        return sdpa(query, key, value, attn_mask, 0.0, *args, **kwargs)
+            notes[key] += 1
+        return sdpa(query, key_, value, attn_mask, 0.0, *args, **kwargs)
 
     return sdpa_no_dropout
 

@@ -1,9 +1,11 @@
-"""Compare two saved parameter sets: ``python -m _tpu_migrate_verify.params_diff A.pt B.pt RTOL ATOL``.
+"""Compare two saved parameter sets:
+``python -m _tpu_migrate_verify.params_diff A.pt B.pt RTOL ATOL [NOISE.pt MULTIPLIER]``.
 
 Each tensor is judged as a whole, by the L2 norm of the difference: it matches when
-||a - b|| <= atol + rtol * ||a||. An element-wise test is too strict for adaptive optimizers: an
-element whose gradient is almost zero (a sum that cancels) gets an Adam update that depends on the
-last bits of that gradient, so single elements can drift by ~1e-5 while the losses agree to 1e-7.
+||a - b|| <= atol + rtol * ||a|| + multiplier * ||a - n||, where n is the same tensor in the noise
+run (the original with its rounding nudged, see perturb.py). An element-wise test is too strict for
+adaptive optimizers: an element whose gradient is almost zero (a sum that cancels) gets an Adam
+update that depends on the last bits of that gradient, and the noise run shows how far that goes.
 """
 
 from __future__ import annotations
@@ -15,13 +17,22 @@ import sys
 import torch
 
 
-def diff(original_path: str, migrated_path: str, rtol: float, atol: float) -> dict:
+def diff(
+    original_path: str,
+    migrated_path: str,
+    rtol: float,
+    atol: float,
+    noise_path: str | None = None,
+    multiplier: float = 0.0,
+) -> dict:
     original = torch.load(original_path, map_location="cpu", weights_only=True)
     migrated = torch.load(migrated_path, map_location="cpu", weights_only=True)
+    noise = torch.load(noise_path, map_location="cpu", weights_only=True) if noise_path else {}
     result = {
         "count": len(original),
         "max_abs_diff": 0.0,  # largest element-wise |a - b|
-        "max_rel_diff": 0.0,  # largest ||a - b|| / ||a|| (what the verdict uses)
+        "max_rel_diff": 0.0,  # largest ||a - b|| / ||a||
+        "max_ratio": 0.0,  # largest ||a - b|| / bound (what the verdict uses: > 1 is beyond)
         "worst": None,
         "mismatched": [],  # names beyond tolerance
         "missing": sorted(set(original) ^ set(migrated)),  # in one run only
@@ -35,18 +46,29 @@ def diff(original_path: str, migrated_path: str, rtol: float, atol: float) -> di
         if a.shape != b.shape:
             result["shape_mismatch"].append(f"{name}: {tuple(a.shape)} vs {tuple(b.shape)}")
             continue
-        entry = _compare(name, a.double(), b.double(), rtol, atol)
+        n = noise.get(name)
+        n = n.double() if n is not None and n.shape == a.shape else None
+        entry = _compare(name, a.double(), b.double(), rtol, atol, n, multiplier)
         result["tensors"].append(entry)
         if not entry["ok"]:
             result["mismatched"].append(name)
-        if entry["rel_diff"] > result["max_rel_diff"] or result["worst"] is None:
+        if entry["ratio"] > result["max_ratio"] or result["worst"] is None:
             result["worst"] = name
+        result["max_ratio"] = max(result["max_ratio"], entry["ratio"])
         result["max_rel_diff"] = max(result["max_rel_diff"], entry["rel_diff"])
         result["max_abs_diff"] = max(result["max_abs_diff"], entry["abs_diff"])
     return result
 
 
-def _compare(name: str, a: torch.Tensor, b: torch.Tensor, rtol: float, atol: float) -> dict:
+def _compare(
+    name: str,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    rtol: float,
+    atol: float,
+    noise: torch.Tensor | None,
+    multiplier: float,
+) -> dict:
     entry = {
         "name": name,
         "shape": list(a.shape),
@@ -54,20 +76,27 @@ def _compare(name: str, a: torch.Tensor, b: torch.Tensor, rtol: float, atol: flo
         "migrated_norm": _norm(b),
     }
     if not torch.equal(torch.isnan(a), torch.isnan(b)):
-        return {**entry, "abs_diff": math.inf, "rel_diff": math.inf, "ok": False}
+        return {**entry, "abs_diff": math.inf, "rel_diff": math.inf, "ratio": math.inf, "ok": False}
     finite = ~torch.isnan(a)
+    drift = 0.0
+    if noise is not None:
+        drift = _norm(torch.nan_to_num(a - noise)[finite])
     a, b = a[finite], b[finite]
     if a.numel() == 0:
-        return {**entry, "abs_diff": 0.0, "rel_diff": 0.0, "ok": True}
+        return {**entry, "abs_diff": 0.0, "rel_diff": 0.0, "ratio": 0.0, "ok": True}
     delta = a - b
     abs_diff = float(delta.abs().max())
     distance, scale = _norm(delta), _norm(a)
     rel_diff = distance / scale if scale else (0.0 if distance == 0 else math.inf)
+    bound = atol + rtol * scale + multiplier * drift
     return {
         **entry,
         "abs_diff": abs_diff,
         "rel_diff": rel_diff,
-        "ok": distance <= atol + rtol * scale,
+        "noise": drift,
+        "bound": bound,
+        "ratio": distance / bound if bound else (0.0 if distance == 0 else math.inf),
+        "ok": distance <= bound,
     }
 
 
@@ -77,7 +106,9 @@ def _norm(t: torch.Tensor) -> float:
 
 def main() -> int:
     original, migrated, rtol, atol = sys.argv[1:5]
-    json.dump(diff(original, migrated, float(rtol), float(atol)), sys.stdout, default=str)
+    noise, multiplier = (sys.argv[5], float(sys.argv[6])) if len(sys.argv) > 6 else (None, 0.0)
+    result = diff(original, migrated, float(rtol), float(atol), noise, multiplier)
+    json.dump(result, sys.stdout, default=str)
     return 0
 
 

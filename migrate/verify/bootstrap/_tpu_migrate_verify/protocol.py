@@ -32,9 +32,18 @@ class Config:
     keep_dropout: bool = False
     keep_autocast: bool = False
     map_cuda: bool = True  # original side only: run the CUDA code path on the CPU
+    align_rng: bool = True  # migrated side only: draws on the XLA device from the CPU generator
     # original side only: behaviour changes the migration made on purpose, repeated here so the
     # runs stay comparable; {"code", "kind", "path", "line", "end_line"} (see align.py)
     adjustments: tuple = ()
+    # the run's shadow tree (see sandbox.py): its folder, the user's folders it stands for, and
+    # whether modules of those folders are imported from the shadow (the migrated copies)
+    shadow: str = ""
+    protected: tuple = ()
+    remap_imports: bool = False
+    # > 0 in the noise run (the original side again, in its own trace folder): its parameters are
+    # nudged by this relative amount at each step (see perturb.py); 0 in the compared runs
+    perturb: float = 0.0
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))
@@ -53,6 +62,10 @@ def trace_file(trace_dir: str, side: str, pid: int) -> str:
 
 def params_file(trace_dir: str, side: str, pid: int) -> str:
     return os.path.join(trace_dir, f"params-{side}-{pid}.pt")
+
+
+def imports_file(trace_dir: str, side: str, pid: int) -> str:
+    return os.path.join(trace_dir, f"imports-{side}-{pid}.json")
 
 
 def trace_files(trace_dir: str, side: str) -> list[str]:

@@ -14,7 +14,7 @@ import sys
 import traceback
 
 from . import startup
-from .protocol import ERROR, EXITED, FINISHED, STOPPED, trace_file
+from .protocol import ERROR, EXITED, FINISHED, STOPPED, imports_file, trace_file
 from .stop import StopRun
 
 
@@ -48,7 +48,18 @@ def main() -> int:
         status, error, code = ERROR, traceback.format_exc() + summary, 1
         traceback.print_exc()
     _write_root_trace(config, status, error)
+    _write_imports(config)
     return code
+
+
+def _write_imports(config) -> None:
+    """The local modules the run imported from the user's files outside its shadow (sandbox.py)."""
+    from . import sandbox
+
+    if sandbox.SANDBOX is None:
+        return
+    with open(imports_file(config.trace_dir, config.side, os.getpid()), "w") as handle:
+        json.dump(sandbox.SANDBOX.local_modules(), handle)
 
 
 def _write_root_trace(config, status: str, error: str | None) -> None:

@@ -30,6 +30,10 @@ def activate() -> None:
     if config.side not in (ORIGINAL, MIGRATED):
         raise ValueError(f"unknown verify side {config.side!r}")
     CONFIG = config
+    if config.shadow:
+        from . import sandbox
+
+        sandbox.install(config.shadow, config.protected, config.remap_imports)
     random.seed(config.seed)
     _AFTER_IMPORT.register("numpy", _seed_numpy)
     _AFTER_IMPORT.register("torch", _on_torch)
