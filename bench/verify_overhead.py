@@ -1,0 +1,133 @@
+"""What `tpu-migrate verify` costs on real scripts: its wall time against the same processes run plainly.
+
+For each case of a corpus laid out by its harness (``shared/corpus`` beside the project: its
+``run.py`` and ``cases.py``, read where they are), this
+
+1. lays the case out in a temporary folder and migrates a copy with `tpu-migrate apply`;
+2. times the processes verify starts, each run plainly: the original on the CPU, the original
+   again (verify's noise run) and the migrated script on XLA:CPU, with the case's arguments;
+3. times `tpu-migrate verify` with the same arguments and steps;
+
+and prints verify's wall time over the sum of the plain runs' (the issue's bound is 1.5). The plain
+runs go to the end of the script (or the case's progress bound); verify stops each run after
+``--steps`` optimizer steps, so the ratio leans in verify's disfavour only by what it adds.
+
+    .venv/bin/python bench/verify_overhead.py [--corpus ../shared/corpus] [--only NAME,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_harness(corpus: Path):
+    sys.path.insert(0, str(corpus))
+    spec = importlib.util.spec_from_file_location("corpus_run", corpus / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def measure(harness, case, corpus_files: Path, tool: list[str], python: str, work: Path) -> dict:
+    workdir, migrated = work / "work", work / "migrated"
+    harness.lay_out(case, corpus_files, workdir)
+    shutil.copytree(workdir, migrated)
+    harness.run_tool(tool, ["apply", "."], migrated)
+    logs = work / "logs"
+    plain = {}
+    for label, root, xla in (
+        ("original", workdir, False),
+        ("noise", workdir, False),
+        ("migrated", migrated, True),
+    ):
+        env = harness.clean_env(case, root, xla=xla)
+        result = harness.run_logged(
+            [python, root / case.script, *case.gpu_args],
+            root / case.run_dir,
+            env,
+            case.timeout,
+            logs / f"{label}.log",
+            case.progress,
+            case.min_progress,
+        )
+        plain[label] = result["seconds"] if result["ok"] else None
+    started = time.time()
+    args = [
+        "verify",
+        workdir / case.script,
+        "--steps",
+        case.steps,
+        "--cwd",
+        workdir / case.run_dir,
+        "--timeout",
+        case.timeout,
+        "--json",
+        logs / "verify.json",
+        "--",
+        *case.gpu_args,
+    ]
+    code, _, _ = harness.run_tool(
+        tool,
+        args,
+        workdir / case.run_dir,
+        env=harness.clean_env(case, workdir),
+        timeout=3 * case.timeout + 300,
+    )
+    seconds = time.time() - started
+    total = sum(v for v in plain.values() if v) if all(plain.values()) else None
+    return {
+        "case": case.name,
+        **plain,
+        "verify": round(seconds, 1),
+        "exit": code,
+        "ratio": round(seconds / total, 2) if total else None,
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus")
+    parser.add_argument("--only", default="", help="comma-separated case names")
+    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--tool", default=str(Path(sys.executable).with_name("tpu-migrate")))
+    options = parser.parse_args(argv)
+    harness = load_harness(options.corpus.resolve())
+    cases = harness.cases_mod.CASES
+    if options.only:
+        names = set(options.only.split(","))
+        cases = [case for case in cases if case.name in names]
+    print(
+        f"{'case':<22}{'original s':>11}{'noise s':>9}{'migrated s':>11}{'verify s':>10}"
+        f"{'exit':>6}{'ratio':>7}"
+    )
+    for case in cases:
+        with tempfile.TemporaryDirectory(prefix="tpu-migrate-overhead-") as work:
+            row = measure(
+                harness,
+                case,
+                options.corpus.resolve() / "files",
+                [options.tool],
+                options.python,
+                Path(work),
+            )
+        cells = [row.get(k) for k in ("original", "noise", "migrated", "verify", "exit", "ratio")]
+        print(
+            f"{row['case']:<22}"
+            + "".join(
+                f"{('-' if v is None else v)!s:>{w}}" for v, w in zip(cells, (11, 9, 11, 10, 6, 7))
+            ),
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
