@@ -12,6 +12,8 @@ from ..discover import Discovery, discover
 from ..engine import Selection, migrate_file, migrate_files
 from .shadow import Shadow
 
+NAMED_FILES = 12  # a note names this many migrated files, then counts the rest
+
 
 @dataclass
 class MigratedCopy:
@@ -29,10 +31,13 @@ class MigratedCopy:
     def notes(self, original_root: Path) -> list[str]:
         notes = []
         if self.changed:
+            changed = sorted(self.changed.items())
             files = ", ".join(
                 f"{path} ({', '.join(f'{code}x{n}' for code, n in sorted(rules.items()))})"
-                for path, rules in sorted(self.changed.items())
+                for path, rules in changed[:NAMED_FILES]
             )
+            if len(changed) > NAMED_FILES:
+                files += f" and {len(changed) - NAMED_FILES} more file(s)"
             notes.append(f"migrated into a temporary shadow of {original_root}: {files}")
         else:
             notes.append(f"the migration changed no file of {original_root}")

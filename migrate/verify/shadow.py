@@ -19,8 +19,9 @@ changed. The same ``unshare`` step builds the tree here.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
+
+from ..pr.git import NotARepository, Repo
 
 # Never linked into a shadow: Python would write the run's bytecode into the user's folder.
 NOT_LINKED = frozenset({"__pycache__"})
@@ -75,18 +76,9 @@ class Shadow:
 
 def git_root(directory: Path) -> Path | None:
     try:
-        proc = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"],
-            cwd=directory,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        return Repo.containing(directory).top
+    except NotARepository:
         return None
-    if proc.returncode != 0 or not proc.stdout.strip():
-        return None
-    return Path(proc.stdout.strip()).resolve()
 
 
 def project_root(script: Path, cwd: Path, pythonpath: list[Path]) -> tuple[Path, list[str]]:

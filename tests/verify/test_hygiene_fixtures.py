@@ -25,6 +25,8 @@ def _verify(verify_cli, fixture, *options):
         str(fixture.before / fixture.run["script"]),
         "--cwd",
         str(fixture.before),
+        "--root",
+        str(fixture.before),
         *options,
         *fixture.verify_args,
         "--",

@@ -30,6 +30,7 @@ import sysconfig
 import time
 
 _NOT_LINKED = frozenset({"__pycache__"})
+_BOOTSTRAP = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 SANDBOX: Sandbox | None = None
 
@@ -139,14 +140,13 @@ class Sandbox:
             )
             if p
         }
-        here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
         modules = []
         for name, module in list(sys.modules.items()):
             origin = getattr(module, "__file__", None)
             if not origin or not origin.endswith(".py"):
                 continue
             real = os.path.realpath(origin)
-            if _inside(real, self.base) or _inside(real, here):
+            if _inside(real, self.base) or _inside(real, _BOOTSTRAP):
                 continue  # a migrated file, or this instrumentation
             if any(_inside(real, root) for root in installed) or "site-packages" in real:
                 continue
@@ -181,6 +181,8 @@ class _ShadowImports:
         spec = importlib.machinery.PathFinder.find_spec(fullname, search or path, target)
         if spec is None or not spec.origin or not spec.has_location:
             return spec
+        if _inside(os.path.realpath(spec.origin), _BOOTSTRAP):
+            return spec  # this instrumentation, even when it lies inside the user's project
         mapped = self.sandbox.mapped(spec.origin)
         if mapped == spec.origin or not os.path.exists(mapped):
             return spec
