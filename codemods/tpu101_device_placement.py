@@ -29,6 +29,17 @@ DEVICE_TYPE_CALLS = frozenset({"torch.autocast", "torch.amp.autocast"})
 CUDA_DEVICE = re.compile(r"cuda(:\d+)?")  # "cuda", "cuda:0"
 CUDA_TEMPLATE = re.compile(r"cuda:(\{\w*\}|%[ds])")  # "cuda:{}".format(i), "cuda:%d" % i
 FALLBACK_DEVICE = re.compile(r"(cpu|mps)(:\d+)?")
+# Optimizer implementation options a script picks by asking whether the device is CUDA
+# (``fused=device_type == "cuda"``, ``use_fused = fused_available and "cuda" in device``), and
+# whether XLA tensors have them (measured with torch 2.9 + torch_xla 2.9 on XLA:CPU, Adam, AdamW,
+# SGD): ``fused=True`` raises "`fused=True` requires all the params to be floating point Tensors
+# of supported devices"; ``foreach=True`` runs (one graph per step, no CPU fallback, the for-loop's
+# results). A decision about an option XLA lacks keeps asking about CUDA, so it is False on the
+# XLA device as on the CPU; one about an option XLA has takes the XLA path like any device test.
+KERNEL_OPTIONS = {"fused": False, "foreach": True}
+XLA_LACKS = frozenset(option for option, on_xla in KERNEL_OPTIONS.items() if not on_xla)
+# Constructors whose ``<option>=True`` for an option XLA lacks is dropped (torch's default then).
+OPTIMIZERS = "torch.optim"
 # Names (variables, attributes, keys, parameters, options) holding a device string contain this...
 CONFIG_WORD = "device"
 # ...except these, which hold something else (accelerate's placement map, not a torch device).
@@ -95,8 +106,8 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         Makes every device choice and device move in a PyTorch script use the XLA device.
 
         - ``torch.device("cuda"...)``, ``torch.accelerator.current_accelerator()`` and
-          ``"cuda" if <anything> else "cpu"`` become ``torch_xla.device()``
-          (``current_accelerator().type`` becomes ``"xla"``).
+          ``"cuda" if <anything but a device string test> else "cpu"`` become
+          ``torch_xla.device()`` (``current_accelerator().type`` becomes ``"xla"``).
         - ``.cuda(...)``, ``.to("cuda"...)`` and ``device="cuda"`` of torch calls become
           ``.to(device)`` / ``device=device``: the ``device`` variable where it is bound,
           ``self.device`` in a method of a class whose ``__init__`` sets it, else
@@ -115,11 +126,22 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
           ``"cuda" if ... else "cpu"`` now holds a device, so ``device == "cuda"`` becomes
           ``device.type == "xla"`` and ``torch.autocast(device_type=device)`` gets
           ``device.type``.
+        - A choice that follows the configured device string keeps its test:
+          ``device_type = "cuda" if "cuda" in device else "cpu"`` becomes
+          ``"xla" if "xla" in device else "cpu"``, so ``--device=cpu`` still runs on the CPU.
+        - Optimizer options XLA tensors lack (``KERNEL_OPTIONS``: ``fused``) are never asked
+          for on XLA: ``fused=True`` of a ``torch.optim`` optimizer goes, and the device tests
+          that decide them (``use_fused = fused_available and device_type == "cuda"``,
+          ``fused=device.type == "cuda"``, ``dict(fused=True) if torch.cuda.is_available()
+          else dict()``) keep asking about CUDA: False on the XLA device, as on the CPU.
+          ``foreach``, which XLA runs, takes the XLA path like any device test.
 
     Why
         torch_xla 2.9 has no CUDA, and ``torch.cuda.is_available()`` and
         ``torch.accelerator.is_available()`` are False on a TPU host: an unmigrated script
         silently trains on the CPU. ``.cuda()`` and ``.to("cuda")`` fail outright.
+        A fused optimizer over XLA parameters raises "`fused=True` requires all the params to
+        be floating point Tensors of supported devices".
 
     Example
         Before::
@@ -145,7 +167,7 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
     NAME = "device-placement"
     SUMMARY = "Choose and use the XLA device instead of CUDA/accelerator/CPU device selection"
     SAFETY = Safety.SEMANTIC
-    TRIGGERS = ("cuda", "accelerator")
+    TRIGGERS = ("cuda", "accelerator", *sorted(XLA_LACKS))
 
     @classmethod
     def may_act(cls, facts: FileFacts) -> bool:
@@ -153,6 +175,7 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             facts.calls("cuda")
             or facts.uses(*AVAILABILITY_TESTS, "torch.accelerator")
             or facts.has_string(_is_cuda_device_text)
+            or (facts.uses(OPTIMIZERS) and facts.mentions(*XLA_LACKS))
         )
 
     VALID = [
@@ -219,6 +242,30 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             '    device = torch.device("mps")\n'
             "x = torch.ones(2).to(torch.float16)\n",
             why="mps-only selection and dtype moves are not CUDA",
+        ),
+        Valid(
+            "import inspect\n\nimport torch\n\n\n"
+            "def configure_optimizers(params, lr, device_type):\n"
+            "    fused_available = 'fused' in inspect.signature(torch.optim.AdamW).parameters\n"
+            "    use_fused = fused_available and device_type == 'cuda'\n"
+            "    extra_args = dict(fused=True) if use_fused else dict()\n"
+            "    return torch.optim.AdamW(params, lr=lr, **extra_args)\n",
+            why="nanoGPT's fused decision keeps asking about CUDA: False on XLA as on the CPU "
+            "(XLA tensors have no fused kernel)",
+        ),
+        Valid(
+            "import torch\n\n"
+            "opt = torch.optim.AdamW(params, fused=False)\n"
+            "sgd = torch.optim.SGD(params, lr=0.1, fused=args.fused)\n"
+            "norm = FusedLayerNorm(64, fused=True)\n",
+            why="fused off, a user's choice, and a fused= of something that is not torch.optim",
+        ),
+        Valid(
+            "import torch\n\n"
+            "device = 'xla'\n"
+            "device_type = 'xla' if 'xla' in device else 'cpu'\n"
+            "dev = torch.device('cpu' if args.device == 'cpu' else 'xla')\n",
+            why="device-type derivations that already follow the XLA device string",
         ),
     ]
 
@@ -427,10 +474,11 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             "device = 'xla'  # examples: 'cpu', 'cuda', 'cuda:0', 'cuda:1' etc., or try 'mps'\n"
             "if ddp:\n"
             "    device = 'xla'\n"
-            "device_type = 'xla'\n"
+            "device_type = 'xla' if 'xla' in device else 'cpu'\n"
             "if device_type == 'xla':\n"
             "    x = x.pin_memory().to(device, non_blocking=True)\n",
-            why="nanoGPT config: strings become 'xla' in the user's quote style",
+            why="nanoGPT config: strings become 'xla' in the user's quote style; the device type "
+            "still follows the configured string (`--device=cpu` stays on the CPU)",
         ),
         Invalid(
             "import argparse\nimport torch\n\n"
@@ -698,6 +746,106 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             "        return x\n",
             why="self.device set to a device string: the string becomes 'xla' and moves use it",
         ),
+        Invalid(
+            "import inspect\nfrom contextlib import nullcontext\n\nimport torch\n\n"
+            "device = 'cuda'  # or 'cpu', from --device=...\n"
+            "device_type = 'cuda' if 'cuda' in device else 'cpu'\n"
+            "fused_available = 'fused' in inspect.signature(torch.optim.AdamW).parameters\n"
+            "use_fused = fused_available and device_type == 'cuda'\n"
+            "extra_args = dict(fused=True) if use_fused else dict()\n"
+            "optimizer = torch.optim.AdamW(groups, lr=lr, betas=betas, **extra_args)\n"
+            "ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast("
+            "device_type=device_type, dtype=ptdtype)\n",
+            "import inspect\nfrom contextlib import nullcontext\n\n"
+            "import torch\nimport torch_xla\n\n"
+            "device = 'xla'  # or 'cpu', from --device=...\n"
+            "device_type = 'xla' if 'xla' in device else 'cpu'\n"
+            "fused_available = 'fused' in inspect.signature(torch.optim.AdamW).parameters\n"
+            "use_fused = fused_available and device_type == 'cuda'\n"
+            "extra_args = dict(fused=True) if use_fused else dict()\n"
+            "optimizer = torch.optim.AdamW(groups, lr=lr, betas=betas, **extra_args)\n"
+            "ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast("
+            "device_type=device_type, dtype=ptdtype)\n",
+            why="nanoGPT: the device type follows the configured string (XLA by default, the CPU "
+            "for --device=cpu); the fused decision stays about CUDA, so no fused=True on XLA",
+        ),
+        Invalid(
+            "import argparse\nimport torch\n\n"
+            "parser = argparse.ArgumentParser()\n"
+            "parser.add_argument('--device', default='cuda')\n"
+            "args = parser.parse_args()\n"
+            "device = torch.device(args.device)\n"
+            "opt = torch.optim.AdamW(\n"
+            "    params, lr=1e-3, fused=device.type == 'cuda', foreach=device.type == 'cuda'\n"
+            ")\n"
+            "sgd = torch.optim.SGD(params, lr=0.1, fused=True)\n"
+            "adam = torch.optim.Adam(params, fused=True,)\n"
+            "kwargs = {'fused': 'cuda' in args.device}\n"
+            "if args.device.startswith('cuda'):\n"
+            "    kwargs['fused'] = True\n"
+            "use_fused = torch.cuda.is_available()\n"
+            "extra = dict(fused=True) if torch.cuda.is_available() else {}\n"
+            "if device.type == 'cuda':\n"
+            "    torch.backends.cudnn.benchmark = True\n",
+            "import argparse\nimport torch\nimport torch_xla\n\n"
+            "parser = argparse.ArgumentParser()\n"
+            "parser.add_argument('--device', default='xla')\n"
+            "args = parser.parse_args()\n"
+            "device = torch.device(args.device)\n"
+            "opt = torch.optim.AdamW(\n"
+            "    params, lr=1e-3, fused=device.type == 'cuda', foreach=device.type == 'xla'\n"
+            ")\n"
+            "sgd = torch.optim.SGD(params, lr=0.1)\n"
+            "adam = torch.optim.Adam(params,)\n"
+            "kwargs = {'fused': 'cuda' in args.device}\n"
+            "if args.device.startswith('cuda'):\n"
+            "    kwargs['fused'] = True\n"
+            "use_fused = torch.cuda.is_available()\n"
+            "extra = dict(fused=True) if torch.cuda.is_available() else {}\n"
+            "if device.type == 'xla':\n"
+            "    torch.backends.cudnn.benchmark = True\n",
+            why="--device option: fused decisions of every form keep asking about CUDA and "
+            "fused=True goes (XLA has no fused kernel); foreach, which XLA runs, takes the XLA "
+            "path",
+        ),
+        Invalid(
+            "import torch\n\n"
+            "use_cuda = torch.cuda.is_available()\n"
+            "device = torch.device('cuda' if use_cuda else 'cpu')\n"
+            "opt = torch.optim.AdamW(params, fused=use_cuda)\n"
+            "extra = {'fused': True} if use_cuda else {}\n"
+            "name = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "adam = torch.optim.Adam(params, fused=name == 'cuda')\n",
+            "import torch\nimport torch_xla\n\n"
+            "use_cuda = torch.cuda.is_available()\n"
+            "device = torch_xla.device()\n"
+            "opt = torch.optim.AdamW(params, fused=use_cuda)\n"
+            "extra = {'fused': True} if use_cuda else {}\n"
+            "name = torch_xla.device()\n"
+            "adam = torch.optim.Adam(params, fused=name.type == 'cuda')\n",
+            why="an availability flag read by a fused decision stays (False on a TPU host); a "
+            "device string now a device is asked through .type",
+        ),
+        Invalid(
+            "import torch\n\n"
+            "dev = torch.device('cuda' if args.device == 'cuda' else 'cpu')\n"
+            "device_type = 'cpu' if device == 'cpu' else 'cuda'\n"
+            'kind = "cuda" if cfg.device.startswith("cuda") else "cpu"\n'
+            "rank_device = f'cuda:{rank}' if 'cuda' in str(device) else 'cpu'\n"
+            "x = x.to('cuda' if args.device != 'cpu' else 'cpu')\n"
+            "y = torch.device('cuda') if args.device.type in ('cuda', 'mps')"
+            " else torch.device('cpu')\n",
+            "import torch\nimport torch_xla\n\n"
+            "dev = torch.device('xla' if args.device == 'xla' else 'cpu')\n"
+            "device_type = 'cpu' if device == 'cpu' else 'xla'\n"
+            'kind = "xla" if cfg.device.startswith("xla") else "cpu"\n'
+            "rank_device = 'xla' if 'xla' in str(device) else 'cpu'\n"
+            "x = x.to('xla' if args.device != 'cpu' else 'cpu')\n"
+            "y = torch_xla.device() if args.device.type in ('xla', 'mps')"
+            " else torch.device('cpu')\n",
+            why="choices that follow a configured device string keep their test: an explicit "
+            "CPU choice still runs on the CPU",
+        ),
     ]
 
     def __init__(self, context) -> None:
@@ -706,6 +854,7 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         self._flag_uses: set[int] = set()  # ids of Names that read an accelerator flag
         self._flag_attributes: set[str] = set()  # dotted attribute flags, e.g. "args.cuda"
         self._retyped_uses: set[int] = set()  # ids of Names of a device string now a device
+        self._kernel_decisions: set[int] = set()  # ids of nodes deciding an option XLA lacks
         self._removable_flags: set[int] = set()  # ids of statement lines that can go
         self._inlined: set[int] = set()  # ids of if-branch bodies that become straight-line code
         self._self_device_lines: dict[int, Optional[int]] = {}
@@ -719,6 +868,7 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         self._active = not collector.defines_cuda_api
         if not self._active:
             return False
+        self._kernel_decisions = self._find_kernel_decisions(collector)
         self._find_flags(collector.assignments, collector.stored_attributes)
         trace = Trace()
         for head in collector.ifs:
@@ -730,12 +880,48 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         self._retyped_uses = self._find_retyped(collector.assignments)
         return True
 
+    def _find_kernel_decisions(self, collector: "_Collector") -> set[int]:
+        """Ids of the nodes of what decides an option XLA lacks (``fused``): the value of a
+        ``fused=`` argument, of an assignment to a name, attribute or key that says it
+        (``use_fused = ...``, ``kwargs["fused"] = ...``) or of such a dict entry; the test of
+        ``X if <test> else Y`` when an arm sets the option (``dict(fused=True) if ... else
+        dict()``), and of an ``if <test>:`` whose body is simple statements that all set it."""
+        roots = [arg.value for arg in collector.keyword_args if _lacking_option(arg.keyword.value)]
+        roots += [
+            element.value
+            for element in collector.dict_elements
+            if _lacking_option(_string_value(element.key) or "")
+        ]
+        roots += [
+            value
+            for target, value in collector.assigned
+            if _lacking_option(_target_name(target) or "")
+        ]
+        roots += [
+            ifexp.test
+            for ifexp in collector.ifexps
+            if _sets_lacking_option(ifexp.body) or _sets_lacking_option(ifexp.orelse)
+        ]
+        for node in collector.ifs:
+            statements = _statements(node.body)
+            if (
+                statements
+                and all(type(statement) is cst.SimpleStatementLine for statement in statements)
+                and all(_sets_lacking_option(statement) for statement in statements)
+            ):
+                roots.append(node.test)
+        return {id(node) for root in roots for node in walk_all(root)}
+
+    def _in_kernel_decision(self, node: cst.CSTNode) -> bool:
+        return id(node) in self._kernel_decisions
+
     def _find_flags(self, assignments, stored_attributes) -> None:
-        """Flags are names or attributes assigned a boolean made of availability tests."""
+        """Flags are names or attributes assigned a boolean made of availability tests (not
+        ``use_fused = torch.cuda.is_available()``, which decides an option XLA lacks)."""
         accelerator_assignments = set()
         for line, target, value in assignments:
             kind = self._availability_kind(value)
-            if kind != "accelerator":
+            if kind != "accelerator" or self._in_kernel_decision(value):
                 continue
             if isinstance(target, cst.Name):
                 accelerator_assignments.update(self._scope_assignments(target))
@@ -852,6 +1038,8 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
 
     # ----------------------------------------------------------------- accelerator tests
     def _is_accelerator_test(self, node: cst.BaseExpression) -> bool:
+        if self._in_kernel_decision(node):
+            return False  # `fused=torch.cuda.is_available()` stays False on a TPU host
         if isinstance(node, cst.Call):
             return self.is_name(node.func, *ACCELERATOR_TESTS)
         if isinstance(node, cst.Name):
@@ -949,12 +1137,41 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         return False
 
     def _device_choice(self, node: cst.IfExp) -> Optional[cst.BaseExpression]:
-        """The CUDA arm of ``"cuda" if <anything> else "cpu"`` (either order, any spelling)."""
+        """The CUDA arm of ``"cuda" if <anything> else "cpu"`` (either order, any spelling),
+        unless the test reads the configured device string (``_configured_choice``)."""
+        arm = self._cuda_arm(node)
+        if arm is None or self._device_string_test(node.test):
+            return None
+        return arm
+
+    def _configured_choice(self, node: cst.IfExp) -> Optional[cst.BaseExpression]:
+        """The CUDA arm of ``"cuda" if "cuda" in device else "cpu"``: a choice that follows
+        the device string the user configured (``--device=cpu`` still picks the CPU)."""
+        arm = self._cuda_arm(node)
+        if arm is None or not self._device_string_test(node.test):
+            return None
+        return arm
+
+    def _cuda_arm(self, node: cst.IfExp) -> Optional[cst.BaseExpression]:
+        """The CUDA arm of ``"cuda" if <test> else "cpu"`` (either order, any spelling)."""
         if self._cuda_device(node.body) and self._fallback_device(node.orelse):
             return node.body
         if self._cuda_device(node.orelse) and self._fallback_device(node.body):
             return node.orelse
         return None
+
+    def _device_string_test(self, test: cst.BaseExpression) -> bool:
+        """``test`` compares a device string of the configuration with device names (``"cuda"
+        in device``, ``args.device == "cpu"``, ``device.startswith("cuda")``) and asks nothing
+        about the machine (no availability test, no flag made of one)."""
+        nodes = list(walk_all(test))
+        if any(
+            self._is_accelerator_test(node)
+            or (isinstance(node, cst.Call) and self.is_name(node.func, *AVAILABILITY_TESTS))
+            for node in nodes
+        ):
+            return False
+        return any(_compares_device_string(node) for node in nodes)
 
     def _device_for(self, node: cst.CSTNode) -> cst.BaseExpression:
         """How code at ``node`` names the XLA device: ``device`` once bound there,
@@ -1123,6 +1340,7 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             self._release_calls(original_node)
             return self._xla_device().with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
         for rewrite in (
+            self._option_xla_lacks,
             self._cuda_method,
             self._move_to_cuda,
             self._device_argument,
@@ -1135,6 +1353,21 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             if result is not updated_node:
                 return result
         return updated_node
+
+    def _option_xla_lacks(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """``torch.optim.AdamW(..., fused=True)`` -> ``torch.optim.AdamW(...)``: XLA tensors
+        have no fused kernel (torch's default implementation runs instead)."""
+        if not any(_lacking_true(arg) for arg in original.args):
+            return updated
+        if not self.may_be_under(original.func, OPTIMIZERS) or not any(
+            name.startswith(OPTIMIZERS + ".") for name in self.qualified_names(original.func)
+        ):
+            return updated
+        self.record_rewrite()
+        return _with_args(
+            updated,
+            [new for old, new in zip(original.args, updated.args) if not _lacking_true(old)],
+        )
 
     def _cuda_method(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         """``x.cuda(gpu, non_blocking=True)`` -> ``x.to(device)``."""
@@ -1260,6 +1493,8 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
     def _device_startswith(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         """``args.device.startswith("cuda")`` -> ``...startswith("xla")``."""
         func = original.func
+        if self._in_kernel_decision(original):
+            return updated  # `fused=device.startswith("cuda")`: False on XLA, as on the CPU
         if not (
             isinstance(func, cst.Attribute)
             and func.attr.value == "startswith"
@@ -1326,6 +1561,9 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             if self._wants_device_string(original_node):
                 return self._xla_string(_cuda_literal(cuda_arm))
             return self._xla_device()
+        configured_arm = self._configured_choice(original_node)
+        if configured_arm is not None:
+            return self._configured_xla_arm(original_node, updated_node, configured_arm)
         trace = Trace()
         verdict = self._ifexp_verdict(original_node, updated_node, trace)
         if verdict is None:
@@ -1343,6 +1581,19 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         if self._cuda_device(original_chosen):
             return self._xla_device()
         return _keep_parentheses(chosen, updated_node)
+
+    def _configured_xla_arm(self, original: cst.IfExp, updated: cst.IfExp, arm) -> cst.IfExp:
+        """``"cuda" if "cuda" in device else "cpu"`` -> ``"xla" if "xla" in device else "cpu"``
+        (the comparison is rewritten on its own; a ``torch.device("cuda")`` arm is already
+        ``torch_xla.device()``)."""
+        literal = _cuda_literal(arm)
+        if literal is None:
+            return updated
+        field = "body" if arm is original.body else "orelse"
+        old = getattr(updated, field)
+        self.record_rewrite()
+        xla = self._xla_string(literal).with_changes(lpar=old.lpar, rpar=old.rpar)
+        return updated.with_changes(**{field: xla})
 
     def _ifexp_verdict(self, original: cst.IfExp, updated: cst.IfExp, trace: Trace) -> Verdict:
         """The test's verdict, unless the arm it picks is CUDA-only API
@@ -1487,6 +1738,14 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         with "xla" so the accelerator path is taken."""
         if not self._active:
             return updated_node
+        if self._in_kernel_decision(original_node):
+            # `use_fused = device_type == "cuda"` keeps asking about CUDA: False on XLA and on
+            # the CPU; a device string now a device is asked through its `.type`
+            retyped = self._retyped_comparison(original_node, updated_node, keep_cuda=True)
+            if retyped is None:
+                return updated_node
+            self.record_rewrite()
+            return retyped
         retyped = self._retyped_comparison(original_node, updated_node)
         if retyped is not None:
             self.record_rewrite()
@@ -1514,23 +1773,29 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             ],
         )
 
-    def _retyped_comparison(self, original: cst.Comparison, updated: cst.Comparison):
+    def _retyped_comparison(
+        self, original: cst.Comparison, updated: cst.Comparison, keep_cuda: bool = False
+    ):
         """``device == "cuda"`` / ``"cuda" in device`` where ``device`` now holds
-        ``torch_xla.device()``: ``device.type == "xla"``."""
+        ``torch_xla.device()``: ``device.type == "xla"`` (``== "cuda"`` with ``keep_cuda``)."""
         if len(original.comparisons) != 1:
             return None
         operator = original.comparisons[0].operator
         left, right = original.left, original.comparisons[0].comparator
         new_left, new_right = updated.left, updated.comparisons[0].comparator
+
+        def string(literal):
+            return literal if keep_cuda else self._xla_string(literal)
+
         if isinstance(operator, (cst.Equal, cst.NotEqual)):
             if self._retyped(left) and _cuda_string(right):
-                return _type_comparison(new_left, operator, self._xla_string(right))
+                return _type_comparison(new_left, operator, string(new_right))
             if self._retyped(right) and _cuda_string(left):
-                return _type_comparison(new_right, operator, self._xla_string(left))
+                return _type_comparison(new_right, operator, string(new_left))
         if isinstance(operator, (cst.In, cst.NotIn)) and self._retyped(right):
             if _cuda_string(left):
                 equal = cst.Equal() if isinstance(operator, cst.In) else cst.NotEqual()
-                return _type_comparison(new_right, equal, self._xla_string(left))
+                return _type_comparison(new_right, equal, string(new_left))
         return None
 
     def _retyped(self, node: cst.CSTNode) -> bool:
@@ -1562,6 +1827,9 @@ class _Collector(cst.CSTVisitor):
         self.ifs: list[cst.If] = []
         self.ifexps: list[cst.IfExp] = []
         self.assignments: list = []  # (statement line, target, value) of one-target assignments
+        self.assigned: list = []  # (target, value) of every assignment with a value
+        self.keyword_args: list[cst.Arg] = []
+        self.dict_elements: list[cst.DictElement] = []
         self.stored_attributes: dict[str, int] = {}  # dotted attribute -> assignments to it
         self.defines_cuda_api = False  # a `def cuda` or `class Device` of the user's own
         self._lines: list[cst.SimpleStatementLine] = []
@@ -1588,13 +1856,22 @@ class _Collector(cst.CSTVisitor):
         self._count_store(node.target)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        self.assigned += [(target.target, node.value) for target in node.targets]
         if len(node.targets) == 1:
             self._record(node.targets[0].target, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._count_store(node.target)
         if node.value is not None:
+            self.assigned.append((node.target, node.value))
             self._record(node.target, node.value)
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.keyword_args.append(node)
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        self.dict_elements.append(node)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._count_store(node.target)
@@ -1673,6 +1950,52 @@ def _type_comparison(device, operator, xla: cst.SimpleString) -> cst.Comparison:
         left=cst.Attribute(device, cst.Name("type")),
         comparisons=[cst.ComparisonTarget(operator, xla)],
     )
+
+
+def _lacking_option(name: str) -> bool:
+    """``name`` says an option XLA lacks: ``fused``, ``use_fused``, ``self.fused_adam``."""
+    lowered = name.lower()
+    return any(option in lowered for option in XLA_LACKS)
+
+
+def _sets_lacking_option(node: cst.CSTNode) -> bool:
+    """``node`` mentions an option XLA lacks: ``dict(fused=True)``, ``kw["fused"] = True``."""
+    return any(
+        (isinstance(child, cst.Name) and _lacking_option(child.value))
+        or _lacking_option(_string_value(child) or "")
+        for child in walk_all(node)
+    )
+
+
+def _lacking_true(arg: cst.Arg) -> bool:
+    """``fused=True``: an option XLA lacks, asked for."""
+    return (
+        _keyword(arg) in XLA_LACKS and isinstance(arg.value, cst.Name) and arg.value.value == "True"
+    )
+
+
+def _compares_device_string(node: cst.CSTNode) -> bool:
+    """``"cuda" in device``, ``args.device != "cpu"``, ``device.type in ("cuda", "mps")``,
+    ``device.startswith("cuda")``."""
+    if isinstance(node, cst.Comparison):
+        operands = [node.left] + [target.comparator for target in node.comparisons]
+        return any(map(_mentions_device, operands)) and any(map(_device_names, operands))
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "startswith"
+        and node.args
+    ):
+        return _mentions_device(node.func.value) and _device_names(node.args[0].value)
+    return False
+
+
+def _device_names(node: cst.CSTNode) -> bool:
+    """A device name ("cuda", "cuda:0", "cpu", "mps") or a tuple, list or set of them."""
+    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+        return bool(node.elements) and all(_device_names(e.value) for e in node.elements)
+    value = _string_value(node) or ""
+    return bool(CUDA_DEVICE.fullmatch(value) or FALLBACK_DEVICE.fullmatch(value))
 
 
 def _is_config_name(name: str) -> bool:
