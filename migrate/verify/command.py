@@ -127,15 +127,15 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         "--keep-dropout",
         dest="keep_dropout",
         action="store_true",
-        default=True,
-        help="dropout on, its masks drawn from the CPU generator on both sides (the default; "
-        "attention and RNN-internal dropout are off on both sides)",
+        default=False,
+        help="leave dropout on, its masks drawn from the CPU generator on both sides (attention "
+        "and RNN-internal dropout stay off on both sides)",
     )
     parser.add_argument(
         "--no-dropout",
         dest="keep_dropout",
         action="store_false",
-        help="switch every dropout off on both sides",
+        help="switch every dropout off on both sides (the default)",
     )
     parser.add_argument(
         "--keep-autocast",

@@ -50,8 +50,8 @@ def run_notes(options: Options, original: SideRun, migrated: SideRun) -> list[st
     if options.keep_dropout and options.align_rng:
         masks = sum(n for k, n in counts[MIGRATED].items() if k in _DROPOUT_DRAWS)
         notes.append(
-            "dropout on: the migrated run drew its masks from the CPU generator as the original's "
-            f"CPU dropout does ({masks} dropout call(s) on XLA; --no-dropout switches it off)"
+            "dropout kept (--keep-dropout): the migrated run drew its masks from the CPU generator "
+            f"as the original's CPU dropout does ({masks} dropout call(s) on XLA)"
         )
         unaligned = counts[ORIGINAL]["dropout:unaligned"], counts[MIGRATED]["dropout:unaligned"]
         if any(unaligned):
@@ -61,12 +61,12 @@ def run_notes(options: Options, original: SideRun, migrated: SideRun) -> list[st
             )
     elif options.keep_dropout:
         notes.append(
-            "dropout on with --no-align-rng: CPU and XLA draw different random masks, "
+            "dropout kept with --no-align-rng: CPU and XLA draw different random masks, "
             "so the losses are not expected to match"
         )
     else:
         notes.append(
-            f"dropout disabled on both sides (--no-dropout): "
+            f"dropout disabled on both sides (--keep-dropout keeps it): "
             f"{dropout[0]} dropout call(s) in the original run, {dropout[1]} in the migrated run"
         )
     autocast = counts[ORIGINAL]["autocast"], counts[MIGRATED]["autocast"]

@@ -55,7 +55,7 @@ class Options:
     root: Path | None = None  # the user's project root (default: see shadow.project_root)
     cwd: Path | None = None
     timeout: float = 300.0
-    keep_dropout: bool = True  # masks aligned (rng_align.py); False: dropout off on both sides
+    keep_dropout: bool = False  # True: dropout on, masks aligned (rng_align.py)
     keep_autocast: bool = False
     align_rng: bool = True  # migrated draws on XLA from the CPU generator
     original_cpu_path: bool = False

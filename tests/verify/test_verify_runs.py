@@ -33,7 +33,7 @@ def test_correct_migration_is_equivalent(verify_cli):
     assert hygiene["compilations"] == 2 and hygiene["compilations_after_warmup"] == 0
     assert hygiene["executions_per_step"] == 1.0
     notes = "\n".join(result["notes"])
-    assert "dropout on: the migrated run drew its masks from the CPU generator" in notes
+    assert "dropout disabled" in notes and "5 dropout call(s) in the original run" in notes
     assert "CUDA mapped to the CPU" in notes and "pin_memory" in notes
     for header in ("step", "original loss", "migrated loss", "rel diff"):
         assert header in outcome.out
@@ -137,19 +137,21 @@ def test_hygiene_of_a_naive_loop_is_worse_than_the_idiomatic_one(verify_cli):
     assert "aten::_local_scalar_dense" in bad["fallback_ops"]
 
 
-def test_dropout_is_on_by_default_with_masks_from_the_cpu_generator(verify_cli):
-    default = verify_cli(script("mlp_cuda.py"), "--migrated", script("mlp_xla.py"), "--steps", "2")
-    assert default.code == 0, default.out + default.err
-    assert any("dropout on: the migrated run drew its masks" in n for n in default.result["notes"])
-    off = verify_cli(
-        script("mlp_cuda.py"), "--migrated", script("mlp_xla.py"), "--no-dropout", "--steps", "2"
+def test_kept_dropout_draws_its_masks_from_the_cpu_generator(verify_cli):
+    kept = verify_cli(
+        script("mlp_cuda.py"), "--migrated", script("mlp_xla.py"), "--keep-dropout", "--steps", "2"
     )
+    assert kept.code == 0, kept.out + kept.err
+    assert any(
+        "dropout kept (--keep-dropout): the migrated run drew" in n for n in kept.result["notes"]
+    )
+    off = verify_cli(script("mlp_cuda.py"), "--migrated", script("mlp_xla.py"), "--steps", "2")
     assert off.code == 0, off.out + off.err
     assert any(
-        "dropout disabled on both sides (--no-dropout): 2 dropout call(s)" in n
+        "dropout disabled on both sides (--keep-dropout keeps it): 2 dropout call(s)" in n
         for n in off.result["notes"]
     )
-    assert default.result["steps"][0]["original_loss"] != off.result["steps"][0]["original_loss"]
+    assert kept.result["steps"][0]["original_loss"] != off.result["steps"][0]["original_loss"]
 
 
 def test_automatic_migration_of_a_temporary_copy(verify_cli, tmp_path):

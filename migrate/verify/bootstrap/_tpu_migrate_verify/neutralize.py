@@ -1,8 +1,8 @@
 """Switch off what cannot be compared between CPU and XLA: autocast, and dropout where masks differ.
 
-Dropout stays on by default: rng_align.py draws the migrated run's masks from the CPU generator,
-as the original's CPU dropout does, except inside attention and RNN kernels, where it is switched
-off on both sides. ``--no-dropout`` switches every dropout off (``keep_dropout`` False).
+Dropout is off on both sides by default. With ``--keep-dropout`` it stays on: rng_align.py draws
+the migrated run's masks from the CPU generator, as the original's CPU dropout does, except inside
+attention and RNN kernels, where it is switched off on both sides.
 
 Both sides get exactly the same switches. The functions are replaced on the modules they live in
 before the script runs, so module layers (nn.Dropout, nn.MultiheadAttention, Transformer layers),
