@@ -11,7 +11,6 @@ from pathlib import Path
 
 from .compare import (
     FAILED,
-    NOISE_MULTIPLIER,
     NOT_ON_XLA,
     NUDGE,
     margin,
