@@ -12,6 +12,9 @@ TPU110 seeds the XLA RNG only in files that use torch_xla, so it runs after ever
 make a file an XLA script (TPU102's ``xm.optimizer_step``, TPU103's loader, TPU115's closures);
 before them, a file that only the step boundary makes XLA was seeded on the second run.
 
+TPU118 (``inference_mode`` -> ``no_grad``) is a local rewrite too; it runs before the loop rules so
+that they see the evaluation regions as ``torch.no_grad()``, the spelling they know.
+
 TPU116 (boolean-mask writes) is a local rewrite that depends on no other rule; it runs before
 TPU117 so that only the writes it could not make static are reported. TPU117 (XLA hazards) runs
 last: it reports on the code as it will be written (after ``.cuda()`` became ``.to(device)``, so
@@ -41,6 +44,7 @@ from .tpu114_static_padding import StaticPadding
 from .tpu115_host_syncs import HostSyncs
 from .tpu116_masked_writes import MaskedWrites
 from .tpu117_xla_hazards import XlaHazards
+from .tpu118_inference_mode import InferenceMode
 
 PIPELINE: tuple[type[TpuCodemod], ...] = (
     ModernizeTorchXla,
@@ -52,6 +56,7 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     Checkpoints,
     SparseEmbeddings,
     TorchCompile,
+    InferenceMode,
     MaskedWrites,
     StaticBatchShapes,
     StaticPadding,

@@ -10,8 +10,10 @@ from ._base import PL, ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of, 
 from ._loops import (
     DATA_LOADERS,
     MP_DEVICE_LOADERS,
+    XLA_DEVICE_CALLS,
     ModuleIndex,
     assigned_pairs,
+    calls,
     calls_in,
     is_per_device_loader_call,
     names_in_target,
@@ -33,6 +35,12 @@ COPY_CUDA_KEYWORDS = frozenset({"non_blocking"})
 MOVE_KEYWORDS = frozenset({"device", "non_blocking"})
 # Tensor methods whose result lives on the host.
 HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
+# What tracing a device expression can tell: certainly an XLA device, maybe a device string
+# (an option's value), or anything else (the CPU, a device of unknown origin).
+XLA, STRING, OTHER = "xla", "string", "other"
+TRACE_DEPTH = 4  # names, parameters and callers followed back from a loop's device
+CONDITIONAL = object()  # _insert_wrapper: the wrapper is taken only on an XLA device
+TORCH = ImportSpec("torch")
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 # Builtins that turn an identity generator back into a container: ``tuple(t for t in b)``.
 CONTAINER_BUILTINS = frozenset({"builtins.tuple", "builtins.list"})
@@ -86,6 +94,18 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
           wrapped again.
         - the device is ``self.device`` in a method of a class that assigns ``self.device``,
           else ``device`` when visible, else ``torch_xla.device()``.
+        - a device that may not be an XLA device gets a wrapper taken on XLA only:
+          ``train_device_loader = pl.MpDeviceLoader(train_loader, device) if device.type ==
+          "xla" else train_loader`` (always named, never in the ``for`` header; for a device that
+          may be a string, such as an option's value, the test is ``torch.device(device).type``),
+          and the per-batch copies in its loops stay. The device counts as XLA when every value
+          it can have, followed through assignments, parameters and the calls of this file
+          (four levels), is ``torch_xla.device()`` (or ``"xla"``): then the output is the
+          unconditional wrapper above. A device chosen by a flag or condition (``torch_xla.device()
+          if args.accel else torch.device("cpu")``, ``if``/``else`` branches, ``--device``
+          options) or of unknown origin (a parameter no call of this file passes,
+          ``self.device = device`` from the caller) may be the CPU. A loader built in the ``for``
+          header on such a device is not wrapped (the DataLoader would be built twice).
         - inside loops over an MpDeviceLoader (new or already there), ``.to(<the device>)`` on
           the batch or anything taken from it (``batch["x"]``, ``inputs, labels = data``,
           comprehension variables over ``batch.items()``) is removed: ``x = x.to(device)`` and
@@ -115,6 +135,17 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
         pytorch/xla example. Its batches are already on the XLA device, so per-batch ``.to`` calls
         are dead weight. ``pin_memory`` makes the DataLoader warn on a TPU host and
         ``xla_tensor.pin_memory()`` raises.
+
+        ``pl.MpDeviceLoader`` only takes XLA devices: given the CPU it fails at the first batch
+        ("Check failed: device.type() == at::kXLA (cpu vs. xla)"), so a script whose own flags
+        can still choose the CPU (pytorch/examples mnist_rnn, dcgan, super_resolution without
+        ``--accel``) must keep the plain loader there. Keeping the copies is the simplest
+        design that is correct on every path: on XLA the batches are already on the device and
+        ``t.to(device)`` returns ``t`` itself (verified: no op, no transfer), while on the CPU
+        (or any other device) they do the move the loop needs. The conditional wrapper is not a
+        certain step boundary, so TPU102 still ends such steps with ``torch_xla.sync()``: the
+        CPU path has no loader to cut the graph and runs its step closures (TPU115) there; on
+        XLA the loader's own sync at the next batch then finds an empty graph.
 
     Example
         Before::
@@ -223,6 +254,16 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
             "options = {'pin_memory': False, 'num_workers': 2}\n"
             "x = x.to(device, copy=True)\n",
             why="pin_memory False is harmless; copy=True is not a plain device move",
+        ),
+        Valid(
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n\n"
+            "device = torch_xla.device() if use_accel else torch.device('cpu')\n"
+            "for x, y in DataLoader(ds, batch_size=8):\n"
+            "    model(x.to(device), y.to(device))\n",
+            why="a loader built in the for header, on a device that may be the CPU: no wrapper "
+            "(it would build the DataLoader twice), the copies stay",
         ),
     ]
 
@@ -402,8 +443,10 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
         ),
         Invalid(
             "import torch\n"
-            "from tqdm import tqdm\n\n\n"
-            "def evaluate(model, device, val_loader):\n"
+            "import torch_xla\n"
+            "from tqdm import tqdm\n\n"
+            "device = torch_xla.device()\n\n\n"
+            "def evaluate(model, val_loader):\n"
             "    model.eval()\n"
             "    with torch.no_grad():\n"
             "        for batch in tqdm(val_loader, total=len(val_loader), desc='eval'):\n"
@@ -411,9 +454,11 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
             "            labels = batch['y'].to(device).long()\n"
             "            scores = model(inputs, mask=batch['mask'].to(device))\n",
             "import torch\n"
+            "import torch_xla\n"
             "from tqdm import tqdm\n"
-            "import torch_xla.distributed.parallel_loader as pl\n\n\n"
-            "def evaluate(model, device, val_loader):\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n"
+            "device = torch_xla.device()\n\n\n"
+            "def evaluate(model, val_loader):\n"
             "    model.eval()\n"
             "    with torch.no_grad():\n"
             "        val_device_loader = pl.MpDeviceLoader(val_loader, device)\n"
@@ -703,16 +748,20 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
         ),
         Invalid(
             "import pytorch_lightning as pl\n"
-            "import torch\n\n\n"
+            "import torch\n"
+            "import torch_xla\n\n\n"
             "def evaluate(model, val_loader, device):\n"
             "    for x, y in val_loader:\n"
-            "        model(x.to(device), y.to(device))\n",
+            "        model(x.to(device), y.to(device))\n\n\n"
+            "evaluate(model, val_loader, torch_xla.device())\n",
             "import pytorch_lightning as pl\n"
             "import torch\n"
+            "import torch_xla\n"
             "from torch_xla.distributed.parallel_loader import MpDeviceLoader\n\n\n"
             "def evaluate(model, val_loader, device):\n"
             "    for x, y in MpDeviceLoader(val_loader, device):\n"
-            "        model(x, y)\n",
+            "        model(x, y)\n\n\n"
+            "evaluate(model, val_loader, torch_xla.device())\n",
             why="``pl`` already means Lightning: MpDeviceLoader is imported by name instead",
         ),
         Invalid(
@@ -788,9 +837,94 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
             "        self.model = model\n"
             "        self.device = device\n\n"
             "    def run(self):\n"
-            "        for batch in tqdm(pl.MpDeviceLoader(self.val_loader, self.device)):\n"
-            "            self.model(batch)\n",
-            why="an attribute named *loader, set elsewhere, with no DataLoader in the file",
+            "        val_device_loader = pl.MpDeviceLoader(self.val_loader, self.device) if "
+            'self.device.type == "xla" else self.val_loader\n'
+            "        for batch in tqdm(val_device_loader):\n"
+            "            self.model(batch.to(self.device))\n",
+            why="an attribute named *loader, set elsewhere, with no DataLoader in the file; the "
+            "device comes from the caller (it may be the CPU): the wrapper is taken on XLA only "
+            "and the copy stays",
+        ),
+        Invalid(
+            # The pytorch/examples mnist_rnn shape: --accel chooses XLA, else the CPU.
+            "import torch\n"
+            "import torch_xla\n\n\n"
+            "def train(args, model, device, train_loader, optimizer):\n"
+            "    model.train()\n"
+            "    for batch_idx, (data, target) in enumerate(train_loader):\n"
+            "        data, target = data.to(device), target.to(device)\n"
+            "        loss = model(data, target)\n\n\n"
+            "def main(args):\n"
+            "    if args.accel:\n"
+            "        device = torch_xla.device()\n"
+            "    else:\n"
+            "        device = torch.device('cpu')\n"
+            "    kwargs = {'num_workers': 1, 'pin_memory': True} if args.accel else {}\n"
+            "    train_loader = torch.utils.data.DataLoader(dataset, batch_size=64, **kwargs)\n"
+            "    for epoch in range(1, args.epochs + 1):\n"
+            "        train(args, model, device, train_loader, optimizer)\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n\n"
+            "def train(args, model, device, train_loader, optimizer):\n"
+            "    model.train()\n"
+            "    train_device_loader = pl.MpDeviceLoader(train_loader, device) if device.type == "
+            '"xla" else train_loader\n'
+            "    for batch_idx, (data, target) in enumerate(train_device_loader):\n"
+            "        data, target = data.to(device), target.to(device)\n"
+            "        loss = model(data, target)\n\n\n"
+            "def main(args):\n"
+            "    if args.accel:\n"
+            "        device = torch_xla.device()\n"
+            "    else:\n"
+            "        device = torch.device('cpu')\n"
+            "    kwargs = {'num_workers': 1} if args.accel else {}\n"
+            "    train_loader = torch.utils.data.DataLoader(dataset, batch_size=64, **kwargs)\n"
+            "    for epoch in range(1, args.epochs + 1):\n"
+            "        train(args, model, device, train_loader, optimizer)\n",
+            why="a flag chooses the device (traced through the caller): the wrapper is taken only "
+            "on XLA and the batch copies stay, so the CPU path runs as before",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n\n"
+            "device = torch_xla.device() if opt.accel else torch.device('cpu')\n"
+            "train_loader = DataLoader(train_set, batch_size=opt.batch_size, shuffle=True)\n\n"
+            "for epoch in range(opt.epochs):\n"
+            "    for iteration, batch in enumerate(train_loader, 1):\n"
+            "        input, target = batch[0].to(device), batch[1].to(device)\n"
+            "        loss = criterion(model(input), target)\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "from torch.utils.data import DataLoader\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n"
+            "device = torch_xla.device() if opt.accel else torch.device('cpu')\n"
+            "train_loader = DataLoader(train_set, batch_size=opt.batch_size, shuffle=True)\n"
+            "train_device_loader = pl.MpDeviceLoader(train_loader, device) if device.type == "
+            '"xla" else train_loader\n\n'
+            "for epoch in range(opt.epochs):\n"
+            "    for iteration, batch in enumerate(train_device_loader, 1):\n"
+            "        input, target = batch[0].to(device), batch[1].to(device)\n"
+            "        loss = criterion(model(input), target)\n",
+            why="a conditional device at module level: one conditional wrapper after the "
+            "DataLoader",
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "def evaluate(model, loader, args):\n"
+            "    device = args.device\n"
+            "    for x, y in loader:\n"
+            "        model(x.to(device, non_blocking=True), y.to(device))\n",
+            "import torch\n"
+            "import torch_xla.distributed.parallel_loader as pl\n\n\n"
+            "def evaluate(model, loader, args):\n"
+            "    device = args.device\n"
+            "    device_loader = pl.MpDeviceLoader(loader, device) if torch.device(device).type == "
+            '"xla" else loader\n'
+            "    for x, y in device_loader:\n"
+            "        model(x.to(device), y.to(device))\n",
+            why="a --device option's value may be a string ('cpu'): torch.device() reads its type",
         ),
     ]
 
@@ -832,7 +966,8 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
         for members in groups.values():
             device_loops.extend(self._plan_group(members))
         for loop, device in device_loops:
-            self._plan_moves(loop, {device, *self.xla_devices})
+            if device is not None:  # None: wrapped only when the device is XLA, copies stay
+                self._plan_moves(loop, {device, *self.xla_devices})
         return True
 
     def _alias_is_free(self, module: cst.Module, alias: str) -> bool:
@@ -902,10 +1037,13 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
                 return [(loop, self._wrap_at_loop(loop, ref)) for loop, ref in members]
         for _, ref in members:
             self.replace[id(ref)] = cst.Name(name)
+        if device is CONDITIONAL:
+            return [(loop, None) for loop in loops]
         return [(loop, device) for loop in loops]
 
-    def _insert_wrapper(self, owner, loader, loops, name) -> str | None:
-        """Place ``name = pl.MpDeviceLoader(loader, device)``; the device's code, or None."""
+    def _insert_wrapper(self, owner, loader, loops, name):
+        """Place ``name = pl.MpDeviceLoader(loader, device)``; the device's code, CONDITIONAL
+        when the wrapper is taken only on an XLA device, or None when it cannot be placed."""
         bindings = self.index.source_of(loader).bindings  # type: ignore[union-attr]
         here = [b for b in bindings if b.owner is owner]
         loader_code = code_of(loader)
@@ -915,12 +1053,10 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
             and all(self.index.runs_after(here[0].statement, loop) for loop in loops)
             and self._device_defined_before(here[0])
         ):
-            self.edits.insert_after(
-                here[0].statement,
-                new_statement(f"{name} = {self.wrapper_callee}({loader_code}, device)"),
-            )
+            wrapper, conditional = self._wrapper_code(loader_code, "device", here[0].statement)
+            self.edits.insert_after(here[0].statement, new_statement(f"{name} = {wrapper}"))
             self._record_wrapper()
-            return "device"
+            return CONDITIONAL if conditional else "device"
         outers = [self.index.outermost_loop_of(loop) or loop for loop in loops]
         first = min(outers, key=self.position)
         block = self.index.parent(first)
@@ -928,24 +1064,35 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
             return None
         if any(self.position(b.statement) >= self.position(first) for b in here):
             return None  # the loader is (re)built inside the loops: wrapping it once is wrong
-        device = self._device_for(first)
-        device_code = code_of(device)
-        self.edits.insert_before(
-            first,
-            new_statement(f"{name} = {self.wrapper_callee}({loader_code}, {device_code})"),
-        )
+        device_code = code_of(self._device_for(first))
+        wrapper, conditional = self._wrapper_code(loader_code, device_code, first)
+        self.edits.insert_before(first, new_statement(f"{name} = {wrapper}"))
         self._record_wrapper()
-        return device_code
+        return CONDITIONAL if conditional else device_code
 
     def _record_wrapper(self) -> None:
         self.require_import(self.wrapper_import)
         self.record_rewrite()
 
-    def _wrap_at_loop(self, loop: cst.For, loader: cst.BaseExpression) -> str:
+    def _wrap_at_loop(self, loop: cst.For, loader: cst.BaseExpression) -> str | None:
         """Wrap ``loader`` in the ``for`` header; when that would push the header past 100
-        columns, name the wrapper on the line before the loop instead (same per-call cost)."""
+        columns, name the wrapper on the line before the loop instead (same per-call cost).
+        A device that may not be XLA gets the named, conditional wrapper (None: the batch
+        copies stay), or no wrapper when the loader is built in the header or the name is
+        taken."""
         device = self._device_for(loop)
         device_code = code_of(device)
+        check = self._xla_check(device_code, loop)
+        if check is not None:
+            name = device_loader_name_for(loader)
+            owner = self.index.owner(loop)
+            if isinstance(loader, (cst.Name, cst.Attribute)) and not self._name_taken(owner, name):
+                self.new_names.setdefault(id(owner), set()).add(name)
+                wrapper = self._conditional(code_of(loader), device_code, check)
+                self.edits.insert_before(loop, new_statement(f"{name} = {wrapper}"))
+                self.replace[id(loader)] = cst.Name(name)
+                self._record_wrapper()
+            return None
         loader_code = code_of(self._without_loader_keywords(loader))
         added = len(f"{self.wrapper_callee}(, {device_code})") + len(loader_code)
         width = self._header_width(loop) - len(code_of(loader)) + added
@@ -1032,6 +1179,97 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
             return code_of(positional[device_position].value)
         keyword = next((a for a in call.args if a.keyword and a.keyword.value == "device"), None)
         return code_of(keyword.value) if keyword else "torch_xla.device()"
+
+    # ------------------------------------------------------------------ is the device XLA?
+    def _wrapper_code(self, loader_code: str, device_code: str, at: cst.CSTNode):
+        """``pl.MpDeviceLoader(loader, device)``, made conditional on the device being an XLA
+        device when it may not be one; and whether it was."""
+        check = self._xla_check(device_code, at)
+        if check is None:
+            return f"{self.wrapper_callee}({loader_code}, {device_code})", False
+        return self._conditional(loader_code, device_code, check), True
+
+    def _conditional(self, loader_code: str, device_code: str, check: str) -> str:
+        return f"{self.wrapper_callee}({loader_code}, {device_code}) if {check} else {loader_code}"
+
+    def _xla_check(self, device_code: str, at: cst.CSTNode) -> str | None:
+        """None when the device spelled ``device_code`` at ``at`` is certainly an XLA device,
+        else the test that it is one: ``device.type == "xla"`` (``torch.device(device).type``
+        when it may be a string, such as an option's value)."""
+        if device_code == "torch_xla.device()":
+            return None
+        if device_code == "self.device":
+            owner = self.index.owner(at)
+            cls = self.index.enclosing_class(owner) if isinstance(owner, cst.FunctionDef) else None
+            found = self.index.self_bindings.get((id(cls), "device"), []) if cls else []
+            verdicts = [self._device_kind(b.value, TRACE_DEPTH) for b in found]
+        else:
+            try:
+                scope = self.get_metadata(ScopeProvider, at)
+            except KeyError:
+                scope = None
+            if scope is None or device_code not in scope:
+                verdicts = []
+            else:
+                verdicts = self._assignments_kind(scope[device_code], TRACE_DEPTH)
+        if verdicts and all(kind == XLA for kind in verdicts):
+            return None
+        if STRING in verdicts:
+            self.require_import(TORCH)
+            return f'torch.device({device_code}).type == "xla"'
+        return f'{device_code}.type == "xla"'
+
+    def _device_kind(self, expr: cst.BaseExpression, depth: int) -> str:
+        """XLA (certainly an XLA device), STRING (may be a device string) or OTHER."""
+        if calls(self, expr, XLA_DEVICE_CALLS):
+            return XLA
+        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return XLA if _is_xla_string(expr) else STRING
+        if isinstance(expr, cst.Call) and self.is_name(expr.func, "torch.device"):
+            positional = positional_arguments(expr)
+            if positional and _is_xla_string(positional[0].value):
+                return XLA
+            return OTHER
+        if isinstance(expr, cst.IfExp):
+            kinds = {self._device_kind(expr.body, depth), self._device_kind(expr.orelse, depth)}
+            return XLA if kinds == {XLA} else (STRING if STRING in kinds else OTHER)
+        if depth > 0 and (
+            isinstance(expr, cst.Name)
+            or (isinstance(expr, cst.Attribute) and code_of(expr.value) == "self")
+        ):
+            if isinstance(expr, cst.Name):
+                bound = self.bindings_of(expr)
+                kinds = self._assignments_kind(bound[1], depth) if bound else []
+            else:
+                values = self.index.binding_values(expr) or []
+                kinds = [self._device_kind(value, depth - 1) for value in values]
+            if kinds and all(kind == XLA for kind in kinds):
+                return XLA
+            return STRING if STRING in kinds else OTHER
+        if isinstance(expr, (cst.Attribute, cst.Subscript)):
+            return STRING  # ``args.device``, ``config["device"]``: an option's value
+        return OTHER
+
+    def _assignments_kind(self, assignments, depth: int) -> list[str]:
+        """The kinds of what each assignment of a name gives it; a parameter gives what the
+        calls in this module pass (none known: OTHER)."""
+        kinds = []
+        for assignment in assignments:
+            node = getattr(assignment, "node", None)
+            if isinstance(node, cst.Param):
+                function = self.index.owner(node)
+                passed = (
+                    self.index.call_arguments(function, node)
+                    if isinstance(function, cst.FunctionDef)
+                    else []
+                )
+                kinds.extend(self._device_kind(value, depth - 1) for value in passed)
+                if not passed:
+                    kinds.append(OTHER)
+                continue
+            binding = self.index.bindings.get(id(node))
+            kinds.append(OTHER if binding is None else self._device_kind(binding.value, depth - 1))
+        return kinds
 
     # ------------------------------------------------------------------ per-batch copies
     def _plan_moves(self, loop: cst.For, devices: set[str]) -> None:
@@ -1290,6 +1528,13 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.SimpleStatementLine:
         return self.edits.remove_small_statements(original_node, updated_node, self.dropped)
+
+
+def _is_xla_string(node: cst.BaseExpression) -> bool:
+    if not isinstance(node, cst.SimpleString):
+        return False
+    text = node.evaluated_value
+    return isinstance(text, str) and (text == "xla" or text.startswith("xla:"))
 
 
 def _without_keywords(call: cst.Call, dropped: frozenset[str]) -> cst.Call:
