@@ -17,7 +17,6 @@ NAMED_FILES = 12  # a note names this many migrated files, then counts the rest
 
 @dataclass
 class MigratedCopy:
-    root: Path  # the user's project root
     script: Path  # the migrated script, in the shadow
     changed: dict[str, dict[str, int]] = field(
         default_factory=dict
@@ -31,13 +30,7 @@ class MigratedCopy:
     def notes(self, original_root: Path) -> list[str]:
         notes = []
         if self.changed:
-            changed = sorted(self.changed.items())
-            files = ", ".join(
-                f"{path} ({', '.join(f'{code}x{n}' for code, n in sorted(rules.items()))})"
-                for path, rules in changed[:NAMED_FILES]
-            )
-            if len(changed) > NAMED_FILES:
-                files += f" and {len(changed) - NAMED_FILES} more file(s)"
+            files = changed_files_text(self.changed, NAMED_FILES)
             notes.append(f"migrated into a temporary shadow of {original_root}: {files}")
         else:
             notes.append(f"the migration changed no file of {original_root}")
@@ -49,6 +42,18 @@ class MigratedCopy:
         notes.extend(numerics_notes(code for rules in self.changed.values() for code in rules))
         notes.extend(adjustment_notes(self.adjustments, original_root))
         return notes
+
+
+def changed_files_text(changed: dict[str, dict[str, int]], most: int | None = None) -> str:
+    """``a.py (TPU101x2, TPU102x1), b.py (...)``: at most ``most`` files named, the rest counted."""
+    files = sorted(changed.items())
+    text = ", ".join(
+        f"{path} ({', '.join(f'{code}x{n}' for code, n in sorted(rules.items()))})"
+        for path, rules in files[:most]
+    )
+    if most is not None and len(files) > most:
+        text += f" and {len(files) - most} more file(s)"
+    return text
 
 
 def numerics_notes(applied_codes) -> list[str]:
@@ -121,7 +126,7 @@ def migrate_copy(root: Path, script: Path, shadow: Shadow, files=None) -> Migrat
     ``files`` narrows the files to migrate (default: every Python file ``discover`` finds under
     ``root``); a file no rule changes stays a link to the user's file.
     """
-    copy = MigratedCopy(root=root, script=shadow.path(script))
+    copy = MigratedCopy(script=shadow.path(script))
     found = discover([root]) if files is None else Discovery(files=list(files))
     for path, message in found.problems:
         copy.errors.append(f"{_relative(path, root)}: {message}")

@@ -30,6 +30,7 @@ from ..discover import discover
 from .project import (
     MigratedCopy,
     adjustments_for_given_migration,
+    changed_files_text,
     migrate_copy,
     numerics_notes,
     rules_applied_to,
@@ -154,21 +155,33 @@ def _run(options: Options, report: Report, temp: Path) -> None:
         _spec(options, MIGRATED, layout.migrated_script, layout, layout.migrated, temp),
     ]
     if not options.fixed_tolerance:
-        noise = Shadow(temp / "shadow-noise")
-        noise.unshare(options.cwd)
-        noise.unshare(options.script.parent)
+        noise = _run_shadow(options, temp, "noise")
         spec = _spec(
-            options, ORIGINAL, noise.path(options.script), layout, noise, temp, layout.adjustments
+            options,
+            ORIGINAL,
+            noise.path(options.script),
+            layout,
+            noise,
+            temp,
+            layout.adjustments,
+            trace="noise",
+            perturb=NUDGE,
         )
-        spec.config = replace(spec.config, trace_dir=str(temp / "trace-noise"), perturb=NUDGE)
         spec.label, spec.essential = "noise", False
         specs.append(spec)
     runs = run_sides(specs, options.timeout)
     report.original, report.migrated = runs[:2]
     report.noise = runs[2] if len(runs) > 2 else None
     if _migrate_what_the_run_imported(options, report, layout):
-        again = _spec(options, MIGRATED, layout.migrated_script, layout, layout.migrated, temp)
-        again.config = replace(again.config, trace_dir=str(temp / "trace-migrated-again"))
+        again = _spec(
+            options,
+            MIGRATED,
+            layout.migrated_script,
+            layout,
+            layout.migrated,
+            temp,
+            trace="migrated-again",
+        )
         (report.migrated,) = run_sides([again], options.timeout)
     report.notes.extend(run_notes(options, report.original, report.migrated))
     for run in sorted((report.original, report.migrated), key=lambda run: run.cancelled):
@@ -248,9 +261,7 @@ def not_on_xla(trace: dict, hygiene) -> str | None:
     where = trace.get("optimizer_created_at")
     if devices and "xla" not in devices:
         holder = f"the optimizer built at {where}" if where else "the optimizer"
-        return (
-            f"{holder} holds {', '.join(devices)} tensors, not XLA ones: " f"{_device_words(trace)}"
-        )
+        return f"{holder} holds {', '.join(devices)} tensors, not XLA ones: {_device_words(trace)}"
     if not trace.get("torch_xla_used"):
         return f"the migrated run never started the XLA runtime: {_device_words(trace)}"
     if hygiene is not None and hygiene.compilations == 0:
@@ -270,7 +281,6 @@ def _device_words(trace: dict) -> str:
 class Layout:
     """Where the runs happen: one shadow of the user's tree per run (see shadow.py)."""
 
-    root: Path  # the user's project root
     original: Shadow
     migrated: Shadow
     migrated_script: Path  # in the migrated shadow
@@ -287,10 +297,7 @@ def _layout(options: Options, report: Report, temp: Path) -> Layout:
     else:
         root, notes = project_root(options.script, options.cwd, user_path)
     report.notes.extend(notes)
-    original, migrated = Shadow(temp / "shadow-original"), Shadow(temp / "shadow-migrated")
-    for shadow in (original, migrated):
-        shadow.unshare(options.cwd)
-        shadow.unshare(options.script.parent)
+    original, migrated = _run_shadow(options, temp, ORIGINAL), _run_shadow(options, temp, MIGRATED)
     if options.migrated is not None:
         report.notes.append(f"migrated script given: {options.migrated}")
         adjustments, notes, missing = adjustments_for_given_migration(
@@ -304,7 +311,6 @@ def _layout(options: Options, report: Report, temp: Path) -> Layout:
             [] if options.migrated.is_relative_to(root) else [options.migrated.parent]
         )
         return Layout(
-            root,
             original,
             migrated,
             migrated.path(options.migrated),
@@ -313,7 +319,15 @@ def _layout(options: Options, report: Report, temp: Path) -> Layout:
         )
     copy = migrate_copy(root, options.script, migrated)
     report.notes.extend(copy.notes(root))
-    return Layout(root, original, migrated, copy.script, [root], copy, copy.adjustments)
+    return Layout(original, migrated, copy.script, [root], copy, copy.adjustments)
+
+
+def _run_shadow(options: Options, temp: Path, name: str) -> Shadow:
+    """A run's shadow, with the working directory and the script's folder real from the start."""
+    shadow = Shadow(temp / f"shadow-{name}")
+    shadow.unshare(options.cwd)
+    shadow.unshare(options.script.parent)
+    return shadow
 
 
 def _user_pythonpath() -> list[Path]:
@@ -334,38 +348,34 @@ def _migrate_what_the_run_imported(options: Options, report: Report, layout: Lay
     ]
     if not outside:
         return False
-    trees: dict[Path, list[Path]] = {}
+    trees: dict[Path, tuple[list[str], list[Path]]] = {}
     for module in outside:
-        top, files = _package_of(module)
-        trees.setdefault(top, []).extend(files)
-    for top, files in sorted(trees.items()):
+        top = _package_of(module)
+        if top not in trees:
+            trees[top] = ([], discover([top]).files if top.is_dir() else [top])
+        trees[top][0].append(module["name"])
+    for top, (names, files) in sorted(trees.items()):
         base = top if top.is_dir() else top.parent
-        copy = migrate_copy(base, options.script, layout.migrated, files=sorted(set(files)))
+        copy = migrate_copy(base, options.script, layout.migrated, files=files)
         layout.copy.migrated |= copy.migrated
         layout.copy.adjustments += copy.adjustments
         layout.protected.append(top)
-        names = ", ".join(sorted(m["name"] for m in outside if _package_of(m)[0] == top))
-        changed = ", ".join(
-            f"{path} ({', '.join(f'{code}x{n}' for code, n in sorted(rules.items()))})"
-            for path, rules in sorted(copy.changed.items())
-        )
         report.notes.append(
-            f"the migrated run imported {names} from {base}, outside the project root: "
-            f"migrated {changed or 'it (no rule changed it)'} into the shadow too and ran again"
+            f"the migrated run imported {', '.join(sorted(names))} from {base}, outside the "
+            f"project root: migrated {changed_files_text(copy.changed) or 'it (no rule changed it)'} "
+            "into the shadow too and ran again"
         )
     return True
 
 
-def _package_of(module: dict) -> tuple[Path, list[Path]]:
-    """The folder of a module's top-level package (or the module file) and its Python files."""
+def _package_of(module: dict) -> Path:
+    """The folder of a module's top-level package, or the module file itself."""
     path = Path(module["real"])
     depth = module["name"].count(".") + (1 if path.name == "__init__.py" else 0)
     top = path.parent if depth else path
     for _ in range(max(depth - 1, 0)):
         top = top.parent
-    if top.is_dir():
-        return top, discover([top]).files
-    return top, [top]
+    return top
 
 
 def _spec(
@@ -376,10 +386,13 @@ def _spec(
     shadow: Shadow,
     temp: Path,
     adjustments: list[dict] = (),
+    trace: str | None = None,
+    perturb: float = 0.0,
 ) -> SideSpec:
     config = protocol.Config(
         side=side,
-        trace_dir=str(temp / f"trace-{side}"),
+        trace_dir=str(temp / f"trace-{trace or side}"),
+        perturb=perturb,
         steps=options.steps,
         seed=options.seed,
         keep_dropout=options.keep_dropout,

@@ -17,8 +17,8 @@ import functools
 
 import torch
 
-# the C getter of Tensor.data (TensorBase was _TensorBase before torch 2.2)
-_TENSOR_DATA = (getattr(torch._C, "TensorBase", None) or torch._C._TensorBase).__dict__["data"]
+from .recorder import _TENSOR_DATA  # Tensor.data's own getter (the recorder may wrap it)
+
 _NUDGES: "Nudges | None" = None
 
 

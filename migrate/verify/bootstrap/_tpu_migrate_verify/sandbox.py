@@ -25,6 +25,7 @@ import importlib.util
 import io
 import os
 import shutil
+import stat
 import sys
 import sysconfig
 import time
@@ -47,7 +48,7 @@ class Sandbox:
         self.started = time.time()
         self._os = {
             name: getattr(os, name)
-            for name in ("lstat", "stat", "listdir", "symlink", "unlink", "mkdir")
+            for name in ("lstat", "listdir", "symlink", "unlink", "mkdir")
         }
 
     # -- paths ---------------------------------------------------------------------------------
@@ -160,8 +161,6 @@ class Sandbox:
 
 
 def _is_link(info) -> bool:
-    import stat
-
     return stat.S_ISLNK(info.st_mode)
 
 
