@@ -12,6 +12,10 @@ TPU110 seeds the XLA RNG only in files that use torch_xla, so it runs after ever
 make a file an XLA script (TPU102's ``xm.optimizer_step``, TPU103's loader, TPU115's closures);
 before them, a file that only the step boundary makes XLA was seeded on the second run.
 
+TPU119 (a device for scripts that have none) runs right after TPU101: a script TPU101 found no
+device code in gets ``device`` and its ``.to(device)`` moves, which the loader and step rules then
+treat like any script's.
+
 TPU118 (``inference_mode`` -> ``no_grad``) is a local rewrite too; it runs before the loop rules so
 that they see the evaluation regions as ``torch.no_grad()``, the spelling they know.
 
@@ -45,10 +49,12 @@ from .tpu115_host_syncs import HostSyncs
 from .tpu116_masked_writes import MaskedWrites
 from .tpu117_xla_hazards import XlaHazards
 from .tpu118_inference_mode import InferenceMode
+from .tpu119_adopt_device import AdoptDevice
 
 PIPELINE: tuple[type[TpuCodemod], ...] = (
     ModernizeTorchXla,
     DevicePlacement,
+    AdoptDevice,
     ModelBeforeOptimizer,
     MixedPrecision,
     Distributed,
