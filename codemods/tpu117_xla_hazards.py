@@ -90,8 +90,10 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
           model.to(device)``, ``model = LM(...).to(device)``), the re-tie is inserted right
           after the move: ``model.tie_weights()`` when the class defines ``tie_weights``, else
           the same assignment on the moved model (``model.head.weight = model.embed.weight``).
-          Otherwise (the model is built in another file, the tie is in another method) the tie
-          is reported. A move to a dtype or to ``"cpu"`` keeps the tie and is ignored.
+          When the model is built in another file, the class re-ties on every move instead: an
+          ``_apply`` override (what ``.to()`` and ``.cuda()`` go through) repeats the tie after
+          ``super()._apply(...)``. Otherwise (the tie is in another method than ``__init__`` or
+          ``tie_weights``, the class has its own ``_apply``) the tie is reported. A move to a dtype or to ``"cpu"`` keeps the tie and is ignored.
         - TPU256 ``.data_ptr()``, ``.untyped_storage()``, ``.storage()`` anywhere in the file
           (identity logic breaks wherever the tensor is an XLA tensor).
 
@@ -436,15 +438,37 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
             "import torch.nn as nn\n\n\nclass Decoder(nn.Module):\n"
             "    def __init__(self, encoder):\n        super().__init__()\n"
             "        self.out = nn.Linear(8, 50)\n        self.src = nn.Embedding(50, 8)\n"
-            "        self.out.weight = self.src.weight\n",
+            "        self.out.weight = self.src.weight  # weight tying\n\n"
+            "    def forward(self, x):\n        return self.out(self.src(x))\n",
             "import torch.nn as nn\n\n\nclass Decoder(nn.Module):\n"
             "    def __init__(self, encoder):\n        super().__init__()\n"
             "        self.out = nn.Linear(8, 50)\n        self.src = nn.Embedding(50, 8)\n"
+            "        self.out.weight = self.src.weight  # weight tying\n\n"
+            "    def _apply(self, fn, *args, **kwargs):\n"
+            "        # an XLA device gives each parameter a new object: tie the weights again\n"
+            "        module = super()._apply(fn, *args, **kwargs)\n"
+            "        self.out.weight = self.src.weight\n"
+            "        return module\n\n"
+            "    def forward(self, x):\n        return self.out(self.src(x))\n",
+            why="the model is built in another file: the class re-ties whenever it is moved",
+        ),
+        Invalid(
+            "import torch.nn as nn\n\n\nclass Decoder(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.out = nn.Linear(8, 50)\n        self.src = nn.Embedding(50, 8)\n"
+            "        self.out.weight = self.src.weight\n\n"
+            "    def _apply(self, fn, *args, **kwargs):\n"
+            "        return super()._apply(fn, *args, **kwargs)\n",
+            "import torch.nn as nn\n\n\nclass Decoder(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.out = nn.Linear(8, 50)\n        self.src = nn.Embedding(50, 8)\n"
             "        # TODO(tpu-migrate): TPU255 moving the model to the XLA device unties "
             "these weights; re-tie after .to(device)\n"
-            "        self.out.weight = self.src.weight\n",
+            "        self.out.weight = self.src.weight\n\n"
+            "    def _apply(self, fn, *args, **kwargs):\n"
+            "        return super()._apply(fn, *args, **kwargs)\n",
             findings=["TPU255"],
-            why="the model is not built in this file: the tie is reported",
+            why="the class has an _apply of its own: the tie is reported",
         ),
         Invalid(
             "import torch\n\n\ndef same_storage(a, b):\n"
@@ -755,6 +779,8 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
             moves = self._moves_of(cls) if statements else []
             for statement, variable in moves:
                 self._insert_retie(statement, [s.format(m=variable) for s in statements])
+            if not moves and statements and self._retie_on_every_move(cls, statements):
+                continue
             if not moves:
                 for tie in ties:
                     self.flag(
@@ -768,8 +794,8 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
         found: dict[int, list[Tie]] = {}
         for cls in self.index.classes:
             for method in cls.body.body:
-                if not isinstance(method, cst.FunctionDef):
-                    continue
+                if not isinstance(method, cst.FunctionDef) or method.name.value == "_apply":
+                    continue  # (a re-tie on every move is not a tie of its own)
                 for node in walk_code(method.body):
                     tie = self._tie(cls, method, node)
                     if tie is not None:
@@ -860,6 +886,30 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
             and isinstance(value.func, cst.Name)
             and value.func.value == cls.name.value
         )
+
+    def _retie_on_every_move(self, cls: cst.ClassDef, statements: list[str]) -> bool:
+        """The model is moved elsewhere (another file builds it): the class re-ties its weights
+        whenever it is moved, by extending ``nn.Module._apply``, which ``.to()``, ``.cuda()`` and
+        dtype casts all go through. False when the class has an ``_apply`` of its own."""
+        methods = [m for m in cls.body.body if isinstance(m, cst.FunctionDef)]
+        applies = [m for m in methods if m.name.value == "_apply"]
+        if applies:  # ours, from an earlier run, or the user's
+            code = code_of(applies[0])
+            return all(line.format(m="self") in code for line in statements)
+        init = next((m for m in methods if m.name.value == "__init__"), None)
+        if init is None:
+            return False
+        ties = "".join(f"    {line.format(m='self')}\n" for line in statements)
+        method = cst.parse_statement(
+            "def _apply(self, fn, *args, **kwargs):\n"
+            "    # an XLA device gives each parameter a new object: tie the weights again\n"
+            "    module = super()._apply(fn, *args, **kwargs)\n"
+            f"{ties}"
+            "    return module\n"
+        ).with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+        self.edits.insert_after(init, method)
+        self.record_rewrite()
+        return True
 
     def _insert_retie(self, statement: cst.SimpleStatementLine, lines: list[str]) -> None:
         place = self.index.block_and_index(statement)
