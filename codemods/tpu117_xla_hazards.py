@@ -8,7 +8,7 @@ import libcst as cst
 
 from ._facts import FileFacts
 from ._base import FindingDoc, Invalid, Safety, TpuCodemod, Valid, code_of, dotted_name, walk_all
-from ._loops import ModuleIndex, new_statement, walk_code
+from ._loops import ModuleIndex, names_in_target, new_statement, walk_code
 from ._statements import AppliesStatementEdits
 from ._tensors import TensorFacts
 
@@ -18,6 +18,7 @@ HOST_TRANSFER = "TPU253"
 HOST_FACTORY = "TPU254"
 UNTIED_WEIGHTS = "TPU255"
 STORAGE_IDENTITY = "TPU256"
+MOVING_SLICE = "TPU257"
 
 DYNAMIC_FUNCTIONS = frozenset(
     {"nonzero", "unique", "unique_consecutive", "masked_select", "argwhere"}
@@ -210,9 +211,31 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
             "(model.named_parameters(remove_duplicate=False)), or do the storage logic on "
             "CPU copies before moving to the device.",
         ),
+        MOVING_SLICE: FindingDoc(
+            "a slice whose start moves every step: XLA compiles one graph per offset",
+            why="A Python int in a slice is a constant of the traced graph. Slicing a device "
+            "tensor at a start that advances each step (source[i:i + bptt] with i the loop's "
+            "offset) gives a new graph every step: it compiles again and again (measured on "
+            "pytorch/examples' word_language_model: 2 compilations per step, seconds per batch "
+            "on XLA:CPU).",
+            what_to_do="Keep the data the step slices on the CPU and move each batch with "
+            ".to(device) (the slice happens on the host; every batch has one shape, one "
+            "graph), or select on the device with an index tensor: torch.index_select(source, "
+            "0, offsets + start) where start is a device tensor, not a Python int.",
+        ),
     }
 
     VALID = [
+        Valid(
+            "import torch\n\n\ndef get_batch(source, i, bptt=35):\n"
+            "    return source[i:i + bptt].to(device), source[:, :bptt]\n\n\n"
+            "def train(model, data, opt):\n"
+            "    for i in range(0, data.size(0) - 1, 35):\n"
+            "        x, y = get_batch(data, i)\n"
+            "        model(x, y).backward()\n        opt.step()\n\n\n"
+            "def report(data):\n    for i in range(3):\n        print(data[i:i + 2])\n",
+            why="sliced on the host then moved; a constant start; a loop outside the step",
+        ),
         Valid(
             "import numpy as np\nimport torch\n\n\ndef prepare(labels):\n"
             "    arr = np.asarray(labels)\n    keep = arr.nonzero()[0]\n"
@@ -290,6 +313,30 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
         ),
     ]
     INVALID = [
+        Invalid(
+            "import torch\n\n\ndef get_batch(source, i, bptt=35):\n"
+            "    seq_len = min(bptt, len(source) - 1 - i)\n"
+            "    return source[i:i + seq_len], source[i + 1:i + 1 + seq_len].view(-1)\n\n\n"
+            "def train(model, train_data, opt):\n"
+            "    for batch, i in enumerate(range(0, train_data.size(0) - 1, 35)):\n"
+            "        data, targets = get_batch(train_data, i)\n"
+            "        loss = model(data, targets)\n        loss.backward()\n        opt.step()\n"
+            "        window = train_data[batch:batch + 4]\n",
+            "import torch\n\n\ndef get_batch(source, i, bptt=35):\n"
+            "    seq_len = min(bptt, len(source) - 1 - i)\n"
+            "    # TODO(tpu-migrate): TPU257 slice start i changes every step: one XLA graph "
+            "per offset; slice on the CPU and move the batch\n"
+            "    return source[i:i + seq_len], source[i + 1:i + 1 + seq_len].view(-1)\n\n\n"
+            "def train(model, train_data, opt):\n"
+            "    for batch, i in enumerate(range(0, train_data.size(0) - 1, 35)):\n"
+            "        data, targets = get_batch(train_data, i)\n"
+            "        loss = model(data, targets)\n        loss.backward()\n        opt.step()\n"
+            "        # TODO(tpu-migrate): TPU257 slice start batch changes every step: one XLA "
+            "graph per offset; slice on the CPU and move the batch\n"
+            "        window = train_data[batch:batch + 4]\n",
+            findings=["TPU257", "TPU257", "TPU257"],
+            why="word_language_model's get_batch: the offset comes from the step loop",
+        ),
         Invalid(
             "import torch\nimport torch.nn as nn\n\n\nclass Head(nn.Module):\n"
             "    def forward(self, x, labels):\n        idx = torch.nonzero(labels)\n"
@@ -735,6 +782,9 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
         return "<input>.device"
 
     def _check_subscript(self, subscript: cst.Subscript) -> None:
+        if any(isinstance(element.slice, cst.Slice) for element in subscript.slice):
+            self._check_moving_slice(subscript)
+            return
         if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
             return
         mask = subscript.slice[0].slice.value
@@ -753,6 +803,61 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
                 "boolean-mask indexing has a data-dependent shape; use torch.where / masked_fill"
             )
         self.flag(subscript, DYNAMIC_SHAPE, message)
+
+    def _check_moving_slice(self, subscript: cst.Subscript) -> None:
+        """``source[i:i + n]`` in step code where ``i`` advances with a loop: the loop's own
+        variable, or a parameter that a loop passes its variable to (``get_batch(data, i)``).
+        A slice moved to the device right away (``x[i:j].to(device)``) is sliced on the host."""
+        starts = [
+            element.slice.lower
+            for element in subscript.slice
+            if isinstance(element.slice, cst.Slice) and element.slice.lower is not None
+        ]
+        if not starts or self._region(subscript) is None or self._moved_after(subscript):
+            return
+        for start in starts:
+            names = {n.value for n in walk_all(start) if isinstance(n, cst.Name)}
+            moving = sorted(name for name in names if self._advances_with_a_loop(name, subscript))
+            if moving:
+                self.flag(
+                    subscript,
+                    MOVING_SLICE,
+                    f"slice start {code_of(start)} changes every step: one XLA graph per "
+                    "offset; slice on the CPU and move the batch",
+                )
+                return
+
+    def _moved_after(self, subscript: cst.Subscript) -> bool:
+        parent = self.index.parent(subscript)
+        if isinstance(parent, cst.Attribute) and parent.attr.value in {"to", "cpu"}:
+            return True
+        return False
+
+    def _advances_with_a_loop(self, name: str, node: cst.CSTNode) -> bool:
+        index = self.index
+        for loop in index.loops_around(node):
+            if isinstance(loop, cst.For) and name in names_in_target(loop.target):
+                return True
+        function = index.owner(node)
+        if not isinstance(function, cst.FunctionDef):
+            return False
+        position = _parameter_position(function, name)
+        if position is None:
+            return False
+        for call in index.calls_of(function):
+            args = [arg for arg in call.args if not arg.star]
+            passed = next((a.value for a in args if a.keyword and a.keyword.value == name), None)
+            if passed is None and position < len(args) and args[position].keyword is None:
+                passed = args[position].value
+            if passed is None:
+                continue
+            for inner in walk_all(passed):
+                if isinstance(inner, cst.Name) and any(
+                    isinstance(loop, cst.For) and inner.value in names_in_target(loop.target)
+                    for loop in index.loops_around(call)
+                ):
+                    return True
+        return False
 
     def _check_control_flow(self, node) -> None:
         if self._region(node.test) is None or not self._truth_is_tensor(node.test):
@@ -969,3 +1074,14 @@ def _dynamic_message(name: str) -> str:
 
 def _transfer_label(method: str) -> str:
     return '.to("cpu")' if method == "to" else f".{method}()"
+
+
+def _parameter_position(function: cst.FunctionDef, name: str) -> int | None:
+    """Where ``name`` is among the positional arguments of a call (``self`` not counted)."""
+    params = [*function.params.posonly_params, *function.params.params]
+    if params and params[0].name.value in {"self", "cls"}:
+        params = params[1:]
+    for position, param in enumerate(params):
+        if param.name.value == name:
+            return position
+    return None
