@@ -116,7 +116,8 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
           ``torch.accelerator.is_available()`` and flags assigned from them, such as
           ``use_cuda``) collapse to the accelerator path: ``if`` bodies are inlined,
           ``elif``/``else`` fallbacks (mps, cpu) go, ``X if use_cuda else Y`` becomes ``X``,
-          ``use_cuda and cond`` becomes ``cond``, code after an inlined ``return`` goes, and a
+          ``use_cuda and cond`` becomes ``cond``, an option read from a flag
+          (``shuffle=has_gpu``) becomes ``True``, code after an inlined ``return`` goes, and a
           flag none of whose reads is left is removed. The comment lines right above a removed
           flag or ``if`` go with it unless the next statement follows it directly (see
           ``_statements``).
@@ -272,6 +273,15 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
     INVALID = [
         Invalid(
             "import torch\n\n"
+            "has_gpu = torch.cuda.is_available()\n"
+            "loader = DataLoader(ds, batch_size=64, shuffle=has_gpu, pin_memory=has_gpu)\n",
+            "import torch\n\n"
+            "loader = DataLoader(ds, batch_size=64, shuffle=True, pin_memory=True)\n",
+            why="an option read from an availability flag is the accelerator's: shuffling stays "
+            "on (the flag would be False on a TPU host); the flag goes with its last read",
+        ),
+        Invalid(
+            "import torch\n\n"
             'a = torch.device("cuda")\n'
             "b = torch.device('cuda:0')\n"
             'c = torch.device(f"cuda:{rank}")\n'
@@ -397,7 +407,7 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             "import torch\nimport torch_xla\n\n"
             "args.cuda = not args.no_cuda and torch.cuda.is_available()\n"
             "torch.cuda.manual_seed(args.seed)\n"
-            "loader = DataLoader(ds, pin_memory=args.cuda)\n"
+            "loader = DataLoader(ds, pin_memory=True)\n"
             "model.to(torch_xla.device())\n",
             why="attribute flag: branches collapse, the assignment stays (others may read it)",
         ),
@@ -858,6 +868,7 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         self._removable_flags: set[int] = set()  # ids of statement lines that can go
         self._inlined: set[int] = set()  # ids of if-branch bodies that become straight-line code
         self._self_device_lines: dict[int, Optional[int]] = {}
+        self._flag_arguments: set[int] = set()  # ids of flag reads passed as an option
 
     # ----------------------------------------------------------------- analysis
     def visit_Module(self, node: cst.Module) -> bool:
@@ -876,6 +887,15 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
                 self._trace_if_chain(head, trace)
         for ifexp in collector.ifexps:
             self._trace_ifexp(ifexp, trace)
+        # ``DataLoader(..., shuffle=has_gpu)``: an option read from a flag is the accelerator's
+        self._flag_arguments = {
+            id(arg.value)
+            for arg in collector.keyword_args
+            if self._is_accelerator_test(arg.value) and not isinstance(arg.value, cst.Call)
+        }
+        trace.folded += [
+            arg.value for arg in collector.keyword_args if id(arg.value) in self._flag_arguments
+        ]
         self._removable_flags = self._flags_without_uses(collector.assignments, trace)
         self._retyped_uses = self._find_retyped(collector.assignments)
         return True
@@ -1716,6 +1736,12 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
     ) -> cst.DictElement:
         names = [_string_value(original_node.key)]
         return self._config_value(names, original_node.value, updated_node, "value")
+
+    def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+        if id(original_node.value) not in self._flag_arguments:
+            return updated_node
+        self.record_rewrite()
+        return updated_node.with_changes(value=cst.Name("True"))
 
     def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
         names = [original_node.name.value]
