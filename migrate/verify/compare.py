@@ -19,7 +19,12 @@ NOISE_MULTIPLIER = 10.0
 NUDGE = 2.0**-20
 
 # The first step compiles an extra graph (optimizer state is created), the second the steady one.
+# A loop that steps several optimizers (a GAN's D and G) warms up for as many iterations.
 WARMUP_STEPS = 2
+
+
+def warmup_steps(optimizers: int = 1) -> int:
+    return WARMUP_STEPS * max(optimizers, 1)
 
 
 @dataclass(frozen=True)
@@ -155,6 +160,7 @@ class Hygiene:
     mid_step_transfers: int  # steady-state steps whose graph a device->host read cut in two
     steady_steps: int  # steps measured after warm-up; 0 when the run was too short to tell
     per_step: list[dict] = field(default_factory=list)  # what each step added
+    warmup_steps: int = WARMUP_STEPS  # steps not counted as steady state
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -169,7 +175,8 @@ def summarize_hygiene(recorded: dict) -> Hygiene:
 
     The interval between two snapshots holds one step boundary and the next step's work, so a
     healthy loop adds 1 execution, 0 compilations and no transfer per interval once the graphs of
-    the first WARMUP_STEPS steps exist (they are all compiled by the snapshot of step WARMUP_STEPS+1).
+    the first WARMUP_STEPS steps exist (they are all compiled by the snapshot of step WARMUP_STEPS+1);
+    with several optimizers, WARMUP_STEPS steps of each.
     """
     snapshots = [s or _ZERO for s in recorded.get("per_step") or []]
     per_step, previous = [], _ZERO
@@ -177,9 +184,10 @@ def summarize_hygiene(recorded: dict) -> Hygiene:
         per_step.append({"step": index + 1, **{k: snapshot[k] - previous[k] for k in _KEYS}})
         previous = snapshot
     last = snapshots[-1] if snapshots else _ZERO
-    steady = per_step[WARMUP_STEPS + 1 :]
+    warmup = warmup_steps(recorded.get("optimizers") or 1)
+    steady = per_step[warmup + 1 :]
     if steady:
-        base = snapshots[WARMUP_STEPS]
+        base = snapshots[warmup]
         after_warmup = last["compilations"] - base["compilations"]
         count = len(steady)
     else:  # too short for a steady state: whole-run averages, no recompile verdict
@@ -195,6 +203,7 @@ def summarize_hygiene(recorded: dict) -> Hygiene:
         ),
         steady_steps=len(steady),
         per_step=per_step,
+        warmup_steps=warmup,
     )
 
 

@@ -203,8 +203,8 @@ def _run(options: Options, report: Report, temp: Path) -> None:
         if not report.hygiene.steady_steps:
             report.notes.append(
                 f"hygiene: {len(report.rows)} step(s) are too few to tell warm-up from steady "
-                f"state (use --steps {WARMUP_STEPS + 2} or more); per-step numbers are "
-                "whole-run averages"
+                f"state (use --steps {report.hygiene.warmup_steps + 2} or more); per-step "
+                "numbers are whole-run averages"
             )
     off_xla = not_on_xla(migrated_trace, report.hygiene)
     if off_xla:

@@ -125,6 +125,21 @@ def test_hygiene_of_the_idiomatic_loop():
     assert strict_failures(hygiene) == []
 
 
+def test_a_loop_stepping_two_optimizers_warms_up_for_two_iterations():
+    # D, G, D, G, ...: each optimizer compiles its first-step and its steady graphs; the
+    # second iteration's steps are still warm-up, not recompilation.
+    recorded = {
+        "per_step": _snapshots([3, 4, 7, 8, 8, 8, 8], [3, 4, 7, 8, 9, 10, 11], [0] * 7),
+        "fallback_ops": [],
+        "optimizers": 2,
+    }
+    hygiene = summarize_hygiene(recorded)
+    assert hygiene.warmup_steps == 4 and hygiene.steady_steps == 2
+    assert hygiene.compilations_after_warmup == 0
+    one_optimizer = summarize_hygiene({**recorded, "optimizers": 1})
+    assert one_optimizer.compilations_after_warmup == 1  # what a one-optimizer warm-up misreads
+
+
 def test_hygiene_of_a_run_too_short_for_a_steady_state():
     hygiene = summarize_hygiene({"per_step": _snapshots([1, 2], [1, 2], [0, 0])})
     assert hygiene.steady_steps == 0 and hygiene.compilations_after_warmup == 0

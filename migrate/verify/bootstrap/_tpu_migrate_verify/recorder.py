@@ -220,6 +220,7 @@ class Recorder:
                 trace["hygiene"] = {
                     "per_step": self.counters,
                     "fallback_ops": self.xla.fallback_ops(),
+                    "optimizers": len(self.optimizers),  # steps per iteration, for warm-up
                 }
                 self.xla.sync()  # the last step's update is still pending in the lazy graph
             trace["rank"], trace["rank_source"] = self._rank(xla_ready)
