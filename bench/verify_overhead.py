@@ -42,7 +42,8 @@ def measure(harness, case, corpus_files: Path, tool: list[str], python: str, wor
     shutil.copytree(workdir, migrated)
     harness.run_tool(tool, ["apply", "."], migrated)
     logs = work / "logs"
-    plain = {}
+    plain: dict[str, float | None] = {}
+    bounded = False
     for label, root, xla in (
         ("original", workdir, False),
         ("noise", workdir, False),
@@ -58,7 +59,11 @@ def measure(harness, case, corpus_files: Path, tool: list[str], python: str, wor
             case.progress,
             case.min_progress,
         )
-        plain[label] = result["seconds"] if result["ok"] else None
+        # A plain run stopped at the time limit took at least that long: the ratio is then an
+        # upper bound ("<="). A plain run that failed gives no figure.
+        timed_out = not result["ok"] and str(result.get("reason", "")).startswith("timeout")
+        plain[label] = result["seconds"] if result["ok"] or timed_out else None
+        bounded = bounded or timed_out
     started = time.time()
     args = [
         "verify",
@@ -88,7 +93,7 @@ def measure(harness, case, corpus_files: Path, tool: list[str], python: str, wor
         **plain,
         "verify": round(seconds, 1),
         "exit": code,
-        "ratio": round(seconds / total, 2) if total else None,
+        "ratio": (("<=" if bounded else "") + f"{seconds / total:.2f}") if total else None,
     }
 
 
