@@ -106,8 +106,13 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         Makes every device choice and device move in a PyTorch script use the XLA device.
 
         - ``torch.device("cuda"...)``, ``torch.accelerator.current_accelerator()`` and
-          ``"cuda" if <anything but a device string test> else "cpu"`` become
-          ``torch_xla.device()`` (``current_accelerator().type`` becomes ``"xla"``).
+          ``"cuda" if torch.cuda.is_available() else "cpu"`` become ``torch_xla.device()``
+          (``current_accelerator().type`` becomes ``"xla"``). A choice that is also the
+          user's keeps its test without the availability part: ``"cuda" if args.cuda else
+          "cpu"`` becomes ``torch_xla.device() if args.cuda else torch.device("cpu")``, and a
+          flag ``use_cuda = not args.no_cuda and torch.cuda.is_available()`` becomes
+          ``use_cuda = not args.no_cuda``, its branches kept: ``--no-cuda`` still trains on
+          the CPU.
         - ``.cuda(...)``, ``.to("cuda"...)`` and ``device="cuda"`` of torch calls become
           ``.to(device)`` / ``device=device``: the ``device`` variable where it is bound,
           ``self.device`` in a method of a class whose ``__init__`` sets it, else
@@ -150,11 +155,15 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             use_cuda = not args.no_cuda and torch.cuda.is_available()
             device = torch.device("cuda" if use_cuda else "cpu")
             model = Net().cuda()
+            on_gpu = torch.cuda.is_available()
+            loader = DataLoader(data, shuffle=on_gpu)
 
         After::
 
-            device = torch_xla.device()
+            use_cuda = not args.no_cuda
+            device = torch_xla.device() if use_cuda else torch.device("cpu")
             model = Net().to(device)
+            loader = DataLoader(data, shuffle=True)
 
     Left alone: ``torch.cuda.is_available()`` outside a branch or flag (``print(...)``), for
     TPU104 or a human; flags about the GPU count (``... and torch.cuda.device_count() > 1``);
@@ -306,10 +315,13 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             "use_cuda = not args.no_cuda and torch.cuda.is_available()\n"
             'device = torch.device("cuda" if use_cuda else "cpu")\n'
             "kwargs = {'num_workers': 1, 'pin_memory': True} if use_cuda else {}\n",
-            "import torch\nimport torch_xla\n\n"
-            "device = torch_xla.device()\n"
-            "kwargs = {'num_workers': 1, 'pin_memory': True}\n",
-            why="old mnist: the flag goes once every use collapsed",
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "use_cuda = not args.no_cuda\n"
+            'device = torch_xla.device() if use_cuda else torch.device("cpu")\n'
+            "kwargs = {'num_workers': 1, 'pin_memory': True} if use_cuda else {}\n",
+            why="old mnist: --no-cuda keeps its CPU path once the availability test goes",
         ),
         Invalid(
             "import argparse\nimport torch\n\n\n"
@@ -331,19 +343,32 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             "                        'shuffle': True}\n"
             "        train_kwargs.update(accel_kwargs)\n"
             "    model = Net().to(device)\n",
-            "import argparse\nimport torch\nimport torch_xla\n\n\n"
+            "import argparse\n"
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
             "def main():\n"
             "    parser = argparse.ArgumentParser()\n"
             "    parser.add_argument('--no-accel', action='store_true')\n"
-            "    args = parser.parse_args()\n\n"
-            "    torch.manual_seed(args.seed)\n\n"
-            "    device = torch_xla.device()\n\n"
+            "    args = parser.parse_args()\n"
+            "\n"
+            "    use_accel = not args.no_accel\n"
+            "\n"
+            "    torch.manual_seed(args.seed)\n"
+            "\n"
+            "    if use_accel:\n"
+            "        device = torch_xla.device()\n"
+            "    else:\n"
+            '        device = torch.device("cpu")\n'
+            "\n"
             "    train_kwargs = {'batch_size': args.batch_size}\n"
-            "    # loader settings for the accelerator\n"
-            "    accel_kwargs = {'num_workers': 1,\n"
-            "                    'pin_memory': True,\n"
-            "                    'shuffle': True}\n"
-            "    train_kwargs.update(accel_kwargs)\n"
+            "    if use_accel:\n"
+            "        # loader settings for the accelerator\n"
+            "        accel_kwargs = {'num_workers': 1,\n"
+            "                        'pin_memory': True,\n"
+            "                        'shuffle': True}\n"
+            "        train_kwargs.update(accel_kwargs)\n"
             "    model = Net().to(device)\n",
             why="pytorch/examples mnist (HEAD): use_accel ladder; --no-accel option stays",
         ),
@@ -384,18 +409,30 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             "    if not use_cuda:\n"
             "        print('slow')\n"
             "    return device\n",
-            "import torch\nimport torch_xla\n\n\n"
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
             "def main(args):\n"
-            "    device = torch_xla.device()\n"
+            "    use_cuda = not args.no_cuda\n"
+            "    use_mps = not args.no_mps and torch.backends.mps.is_available()\n"
+            "    if use_cuda:\n"
+            "        device = torch_xla.device()\n"
+            "    elif use_mps:\n"
+            '        device = torch.device("mps")\n'
+            "    else:\n"
+            '        device = torch.device("cpu")\n'
             "    train_kwargs = {'batch_size': args.batch_size}\n"
-            "    # only on the GPU\n"
-            "    cuda_kwargs = {'num_workers': 1, 'pin_memory': True}\n"
-            "    train_kwargs.update(cuda_kwargs)\n"
-            "    # end of GPU settings\n"
-            "    if args.distributed:\n"
+            "    if use_cuda:  # only on the GPU\n"
+            "        cuda_kwargs = {'num_workers': 1, 'pin_memory': True}\n"
+            "        train_kwargs.update(cuda_kwargs)\n"
+            "        # end of GPU settings\n"
+            "    if use_cuda and args.distributed:\n"
             "        setup(args)\n"
+            "    if not use_cuda:\n"
+            "        print('slow')\n"
             "    return device\n",
-            why="mnist (2023): use_cuda/use_mps ladder, kwargs branch, `and`, `not`; both flags go",
+            why="mnist (2023): the availability tests go, the --no-cuda / --no-mps choices stay",
         ),
         Invalid(
             "import torch\n\n"
@@ -404,12 +441,15 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             "    torch.cuda.manual_seed(args.seed)\n"
             "loader = DataLoader(ds, pin_memory=args.cuda)\n"
             "if args.cuda: model.cuda()\n",
-            "import torch\nimport torch_xla\n\n"
-            "args.cuda = not args.no_cuda and torch.cuda.is_available()\n"
-            "torch.cuda.manual_seed(args.seed)\n"
-            "loader = DataLoader(ds, pin_memory=True)\n"
-            "model.to(torch_xla.device())\n",
-            why="attribute flag: branches collapse, the assignment stays (others may read it)",
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "args.cuda = not args.no_cuda\n"
+            "if args.cuda:\n"
+            "    torch.cuda.manual_seed(args.seed)\n"
+            "loader = DataLoader(ds, pin_memory=args.cuda)\n"
+            "if args.cuda: model.to(torch_xla.device())\n",
+            why="attribute flag: the availability test goes, the choice and its branches stay",
         ),
         Invalid(
             "import torch\n\n\n"
@@ -869,6 +909,10 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         self._inlined: set[int] = set()  # ids of if-branch bodies that become straight-line code
         self._self_device_lines: dict[int, Optional[int]] = {}
         self._flag_arguments: set[int] = set()  # ids of flag reads passed as an option
+        # ids of flag values that join the user's choice to an availability test: the test goes,
+        # the choice stays (``use_cuda = not args.no_cuda``)
+        self._choice_flag_values: set[int] = set()
+        self._kept_choices: set[int] = set()  # ids of device choices whose test stays
 
     # ----------------------------------------------------------------- analysis
     def visit_Module(self, node: cst.Module) -> bool:
@@ -942,6 +986,9 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         for line, target, value in assignments:
             kind = self._availability_kind(value)
             if kind != "accelerator" or self._in_kernel_decision(value):
+                continue
+            if _joins_a_choice(value):  # ``not args.no_cuda and torch.cuda.is_available()``
+                self._choice_flag_values.add(id(value))
                 continue
             if isinstance(target, cst.Name):
                 accelerator_assignments.update(self._scope_assignments(target))
@@ -1353,6 +1400,13 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if not self._active:
             return updated_node
+        if (
+            self.is_name(original_node.func, TORCH_DEVICE)
+            and len(original_node.args) == 1
+            and id(original_node.args[0].value) in self._kept_choices
+        ):
+            choice = updated_node.args[0].value
+            return choice.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
         if self.is_name(original_node.func, CURRENT_ACCELERATOR) or (
             self.is_name(original_node.func, TORCH_DEVICE) and self._cuda_device(original_node)
         ):
@@ -1577,6 +1631,9 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         cuda_arm = self._device_choice(original_node)
         if cuda_arm is not None:
             self.record_rewrite()
+            kept = self._kept_choice(original_node, updated_node, cuda_arm)
+            if kept is not None:
+                return kept
             self._release_calls(original_node)
             if self._wants_device_string(original_node):
                 return self._xla_string(_cuda_literal(cuda_arm))
@@ -1601,6 +1658,33 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         if self._cuda_device(original_chosen):
             return self._xla_device()
         return _keep_parentheses(chosen, updated_node)
+
+    def _kept_choice(self, original: cst.IfExp, updated: cst.IfExp, cuda_arm) -> cst.IfExp | None:
+        """``"cuda" if args.cuda else "cpu"`` -> ``torch_xla.device() if args.cuda else
+        torch.device("cpu")``: a test that still depends on the user's configuration once the
+        availability tests in it are folded keeps choosing (``--no-cuda`` stays on the CPU).
+        None when the test is only about the machine."""
+        trace = Trace()
+        verdict = self._evaluate(original.test, updated.test, trace)
+        if isinstance(verdict, bool):
+            return None
+        test = updated.test if verdict is None else verdict
+        for gone in [*trace.folded, *trace.dropped]:
+            self._release_calls(gone)
+        self._kept_choices.add(id(original))
+        fallback = original.orelse if cuda_arm is original.body else original.body
+        if self._wants_device_string(original):
+            xla: cst.BaseExpression = self._xla_string(_cuda_literal(cuda_arm))
+            cpu: cst.BaseExpression = fallback
+        else:
+            xla = self._xla_device()
+            cpu = _as_torch_device(fallback)
+        body, orelse = (xla, cpu) if cuda_arm is original.body else (cpu, xla)
+        return updated.with_changes(
+            test=test,
+            body=body.with_changes(lpar=updated.body.lpar, rpar=updated.body.rpar),
+            orelse=orelse.with_changes(lpar=updated.orelse.lpar, rpar=updated.orelse.rpar),
+        )
 
     def _configured_xla_arm(self, original: cst.IfExp, updated: cst.IfExp, arm) -> cst.IfExp:
         """``"cuda" if "cuda" in device else "cpu"`` -> ``"xla" if "xla" in device else "cpu"``
@@ -1722,6 +1806,14 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
 
     # ----------------------------------------------------------------- device strings
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        if id(original_node.value) in self._choice_flag_values:
+            trace = Trace()
+            residual = self._evaluate(original_node.value, updated_node.value, trace)
+            if residual is not None and not isinstance(residual, bool):
+                self.record_rewrite()
+                for gone in [*trace.folded, *trace.dropped]:
+                    self._release_calls(gone)
+                return updated_node.with_changes(value=residual)
         names = [_target_name(target.target) for target in original_node.targets]
         return self._config_value(names, original_node.value, updated_node, "value")
 
@@ -2116,3 +2208,22 @@ def _inline_block(block: cst.BaseSuite, leading: list) -> Replacement:
     return Replacement(
         tuple(block.body), tuple(leading), tuple(block.footer), _ends_terminal(block)
     )
+
+
+def _joins_a_choice(value: cst.BaseExpression) -> bool:
+    """``<choice> and <availability>``: an ``and`` one of whose operands calls nothing (the
+    user's option, ``not args.no_cuda``), the other being the availability test."""
+    if not (isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.And)):
+        return False
+    sides = [value.left, value.right]
+    return any(not any(isinstance(n, cst.Call) for n in walk_all(side)) for side in sides)
+
+
+def _as_torch_device(fallback: cst.BaseExpression) -> cst.BaseExpression:
+    """The CPU arm of a kept choice as a device: ``"cpu"`` -> ``torch.device("cpu")``."""
+    if isinstance(fallback, cst.SimpleString):
+        return cst.Call(
+            func=cst.Attribute(value=cst.Name("torch"), attr=cst.Name("device")),
+            args=[cst.Arg(fallback.with_changes(lpar=[], rpar=[]))],
+        )
+    return fallback

@@ -153,9 +153,7 @@ class AdoptDevice(TpuCodemod):
             why="Hogwild training shares CPU memory between processes: left alone",
         ),
         Valid(
-            "import torch\n\n\n"
-            "def step(model, x):\n"
-            "    model(x).sum().backward()\n",
+            "import torch\n\n\n" "def step(model, x):\n" "    model(x).sum().backward()\n",
             why="no loop: a helper, not a training script",
         ),
     ]
@@ -330,8 +328,12 @@ class AdoptDevice(TpuCodemod):
         self.require_import(TORCH_XLA)
         plan = self.plan
         self.record_rewrite(
-            1 + len(plan.constructors) + len(plan.factories) + len(plan.numpy_reads)
-            + len(plan.before) + len(plan.after)
+            1
+            + len(plan.constructors)
+            + len(plan.factories)
+            + len(plan.numpy_reads)
+            + len(plan.before)
+            + len(plan.after)
         )
         return True
 
@@ -516,8 +518,7 @@ class AdoptDevice(TpuCodemod):
             if _is_parameter(scope, name):
                 return None
         defined = any(
-            isinstance(statement, (cst.FunctionDef, cst.ClassDef))
-            and statement.name.value == name
+            isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and statement.name.value == name
             for statement in self.index.module.body
         )
         return [] if defined else None

@@ -47,8 +47,7 @@ class Sandbox:
         self.remap_imports = remap_imports
         self.started = time.time()
         self._os = {
-            name: getattr(os, name)
-            for name in ("lstat", "listdir", "symlink", "unlink", "mkdir")
+            name: getattr(os, name) for name in ("lstat", "listdir", "symlink", "unlink", "mkdir")
         }
 
     # -- paths ---------------------------------------------------------------------------------
