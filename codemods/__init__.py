@@ -1,6 +1,7 @@
 """The rule registry: every rule, in pipeline order.
 
-Order matters: old torch_xla spellings are modernised first, then devices are chosen (and models
+Order matters. TPU120 (Hogwild) runs first: a file it reports stays on the CPU, and the engine
+runs no later rule on it. Then old torch_xla spellings are modernised first, then devices are chosen (and models
 put on them before their optimizers are built), CUDA runtime calls mapped, batch shapes made static
 (TPU113 drop_last, TPU114 bucket padding: they read the user's own ``DataLoader(...)`` and
 ``pad_sequence(...)`` calls, before TPU103 wraps the loaders in MpDeviceLoader), loaders wrapped,
@@ -50,8 +51,10 @@ from .tpu116_masked_writes import MaskedWrites
 from .tpu117_xla_hazards import XlaHazards
 from .tpu118_inference_mode import InferenceMode
 from .tpu119_adopt_device import AdoptDevice
+from .tpu120_hogwild import Hogwild
 
 PIPELINE: tuple[type[TpuCodemod], ...] = (
+    Hogwild,
     ModernizeTorchXla,
     DevicePlacement,
     AdoptDevice,

@@ -61,6 +61,9 @@ ADJUSTMENTS_KEY = "tpu_migrate.verify_adjustments"  # VerifyAdjustments the rule
 # something, and whether the file has any suppression comment at all (set by the engine).
 USED_SUPPRESSIONS_KEY = "tpu_migrate.used_suppressions"
 HAS_SUPPRESSIONS_KEY = "tpu_migrate.has_suppressions"
+# Set by a rule that found the file must not move to XLA (why, for the record): the rules after
+# it leave the file alone (``TpuCodemod.keep_file_off_xla``).
+OFF_XLA_KEY = "tpu_migrate.file_stays_off_xla"
 
 # ``# tpu-migrate: ignore`` (every code) or ``# tpu-migrate: ignore[TPU201, TPU1]`` (prefixes).
 SUPPRESSION_PATTERN = re.compile(r"#.*?\btpu-migrate:\s*ignore\b(?:\[([^\]]*)\])?", re.IGNORECASE)
@@ -408,6 +411,11 @@ class TpuCodemod(VisitorBasedCodemodCommand):
                 isinstance(binding, cst.ImportFrom) and not binding.relative
             ):
                 RemoveImportsVisitor.remove_unused_import_by_node(self.context, binding)
+
+    def keep_file_off_xla(self, why: str) -> None:
+        """No later rule of the pipeline touches this file: what it does cannot run on XLA
+        (the rule reports why)."""
+        self.context.scratch[OFF_XLA_KEY] = why
 
     def device_expression(self, node: cst.CSTNode) -> cst.BaseExpression:
         """How code at ``node`` should name the XLA device: the ``device`` variable when it is

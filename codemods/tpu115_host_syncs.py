@@ -1651,16 +1651,19 @@ def _leaves_iteration(statement: cst.CSTNode) -> bool:
 
 
 def _inside_nested_loop(top: cst.CSTNode, target: cst.CSTNode) -> bool:
-    def search(node: cst.CSTNode, in_loop: bool) -> bool | None:
-        if node is target:
-            return in_loop
-        for child in node.children:
-            found = search(child, in_loop or isinstance(node, (cst.For, cst.While)))
-            if found is not None:
-                return found
-        return None
+    return bool(_loop_depth_search(top, target, False))
 
-    return bool(search(top, False))
+
+def _loop_depth_search(node: cst.CSTNode, target: cst.CSTNode, in_loop: bool) -> bool | None:
+    """Whether a loop below ``node`` encloses ``target`` (None: ``target`` is not there). Not a
+    closure: a recursive inner function is a reference cycle that keeps the tree alive."""
+    if node is target:
+        return in_loop
+    for child in node.children:
+        found = _loop_depth_search(child, target, in_loop or isinstance(node, (cst.For, cst.While)))
+        if found is not None:
+            return found
+    return None
 
 
 def _name_nodes(function: cst.CSTNode, name: str) -> list[cst.Name]:

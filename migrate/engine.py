@@ -29,6 +29,7 @@ from codemods._base import (
     FINDINGS_KEY,
     HAS_SUPPRESSIONS_KEY,
     MARKER_PREFIX,
+    OFF_XLA_KEY,
     OPTIONS_KEY,
     REWRITES_KEY,
     SUPPRESSION_PATTERN,
@@ -357,6 +358,8 @@ def run_pipeline(
                 details.rewrite_regions[rule.CODE] = _changed_regions(step, to_original)
             to_original = step
         shared.advance(new_module, edited, new_code)
+        if context.scratch.get(OFF_XLA_KEY):
+            break  # a rule found the file cannot run on XLA: the rest leave it alone
     try:
         module = _fix_imports(shared, context)
         new_text = (

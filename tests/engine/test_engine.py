@@ -31,6 +31,28 @@ def test_rewrites_and_reports_applied_rules(project):
     assert result.applied == {"TPU105": 2}
 
 
+HOGWILD = (
+    "import torch\n"
+    "import torch.multiprocessing as mp\n\n"
+    "model = Net().cuda()\n"
+    "model.share_memory()\n"
+    "for rank in range(2):\n"
+    "    mp.Process(target=train, args=(rank, model)).start()\n"
+)
+
+
+def test_a_file_a_rule_keeps_off_xla_is_left_to_its_finding(project):
+    """TPU120 reports Hogwild training; the rules after it (TPU101 would rewrite .cuda()) leave
+    the file alone: the finding's marker is the only change."""
+    root = project({"main.py": HOGWILD, "other.py": "import torch\n\nx = torch.ones(2).cuda()\n"})
+    hogwild, other = migrate_files([root / "main.py", root / "other.py"], ALL, jobs=1)
+    assert [f.code for f in hogwild.findings] == ["TPU291"]
+    assert hogwild.applied == {}
+    added = set(hogwild.new_text.splitlines()) - set(HOGWILD.splitlines())
+    assert len(added) == 1 and added.pop().lstrip().startswith("# TODO(tpu-migrate): TPU291")
+    assert "TPU101" in other.applied  # the next file is migrated as usual
+
+
 def test_file_without_torch_is_not_parsed(project):
     root = project({"util.py": "def f(:\n"})  # would not even parse
     result = migrate_file(root / "util.py", ALL)
