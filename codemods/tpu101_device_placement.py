@@ -282,6 +282,26 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
     INVALID = [
         Invalid(
             "import torch\n\n"
+            "use_gpu = args.use_gpu and torch.cuda.is_available()\n"
+            "if use_gpu:\n"
+            "    if args.rank >= 0:\n"
+            "        torch.cuda.set_device(args.rank)\n"
+            '    device = torch.device("cuda", args.rank)\n'
+            "else:\n"
+            '    device = torch.device("cpu")\n',
+            "import torch\n"
+            "import torch_xla\n\n"
+            "use_gpu = args.use_gpu\n"
+            "if use_gpu:\n"
+            "    if args.rank >= 0:\n"
+            "        torch.cuda.set_device(args.rank)\n"
+            "    device = torch_xla.device()\n"
+            "else:\n"
+            '    device = torch.device("cpu")\n',
+            why="dlrm: a user choice kept, an arm holding a nested if (TPU104 maps set_device)",
+        ),
+        Invalid(
+            "import torch\n\n"
             "has_gpu = torch.cuda.is_available()\n"
             "loader = DataLoader(ds, batch_size=64, shuffle=has_gpu, pin_memory=has_gpu)\n",
             "import torch\n\n"
@@ -1329,10 +1349,10 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             return False
         return all(
             any(
-                isinstance(statement, cst.SimpleStatementLine)
-                and isinstance(small, cst.Assign)
+                isinstance(small, cst.Assign)
                 and any(dotted_name(t.target) == "device" for t in small.targets)
                 for statement in _statements(arm.body)
+                if isinstance(statement, cst.SimpleStatementLine)
                 for small in statement.body
             )
             for arm in [*arms, else_]
