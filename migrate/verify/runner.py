@@ -86,8 +86,24 @@ class SideRun:
         return "\n".join(self.stderr.rstrip().splitlines()[-lines:])
 
 
-def side_env(spec: SideSpec, base: dict[str, str] | None = None) -> dict[str, str]:
+# Thread pools torch's CPU kernels size from these (OpenMP, MKL); the user's own setting wins.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def threads_per_side(at_once: int, cores: int | None = None) -> int:
+    """CPU threads for each of ``at_once`` runs sharing the machine. Two runs that each size
+    their pools to every core oversubscribe it: measured on 2 cores, minGPT's original took
+    37.9 s beside the migrated run instead of 5.2 s alone, and 6.6 s with one thread each."""
+    return max(1, (cores or os.cpu_count() or 1) // max(at_once, 1))
+
+
+def side_env(
+    spec: SideSpec, base: dict[str, str] | None = None, threads: int | None = None
+) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
+    if threads is not None:
+        for variable in THREAD_VARIABLES:
+            env.setdefault(variable, str(threads))
     env[protocol.CONFIG_ENV] = spec.config.to_env()
     env["PYTHONPATH"] = os.pathsep.join([str(BOOTSTRAP_DIR), *spec.pythonpath])
     env["CUDA_VISIBLE_DEVICES"] = (
@@ -121,7 +137,7 @@ def command(spec: SideSpec) -> list[str]:
 class RunningSide:
     """A side's process, started in its own process group (ending it ends the children it started)."""
 
-    def __init__(self, spec: SideSpec, timeout: float) -> None:
+    def __init__(self, spec: SideSpec, timeout: float, threads: int | None = None) -> None:
         self.spec = spec
         self.timeout = timeout
         self.timed_out = False
@@ -138,7 +154,7 @@ class RunningSide:
         self.process = subprocess.Popen(
             command(spec),
             cwd=spec.cwd,
-            env=side_env(spec),
+            env=side_env(spec, threads=threads),
             stdin=subprocess.DEVNULL,
             stdout=self._stdout,
             stderr=self._stderr,
@@ -253,16 +269,17 @@ def run_sides(
     specs: list[SideSpec], timeout: float, poll_seconds: float = 0.05, at_once: int = 2
 ) -> list[SideRun]:
     """Run the sides, one process each and ``at_once`` at a time, in the order given (a later one
-    starts when an earlier one ends). When an essential side fails, the others are stopped and
-    the ones not started yet are not started."""
+    starts when an earlier one ends), each with its share of the CPU's threads. When an essential
+    side fails, the others are stopped and the ones not started yet are not started."""
     waiting = list(specs)
     started: dict[int, RunningSide] = {}
     running: list[RunningSide] = []
+    threads = threads_per_side(min(at_once, len(specs)))
     try:
         while waiting or running:
             while waiting and len(running) < at_once:
                 spec = waiting.pop(0)
-                side = RunningSide(spec, timeout)
+                side = RunningSide(spec, timeout, threads)
                 started[id(spec)] = side
                 running.append(side)
             for side in list(running):
