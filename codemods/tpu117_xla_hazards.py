@@ -91,9 +91,10 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
           model.to(device)``, ``model = LM(...).to(device)``), the re-tie is inserted right
           after the move: ``model.tie_weights()`` when the class defines ``tie_weights``, else
           the same assignment on the moved model (``model.head.weight = model.embed.weight``).
-          When the model is built in another file, the class re-ties on every move instead: an
-          ``_apply`` override (what ``.to()`` and ``.cuda()`` go through) repeats the tie after
-          ``super()._apply(...)``. Otherwise (the tie is in another method than ``__init__`` or
+          When the model is built in another file, or the tie is made only under a condition
+          (``if tie_weights:``), the class re-ties on every move instead: an ``_apply``
+          override (what ``.to()`` and ``.cuda()`` go through) notes which ties hold, calls
+          ``super()._apply(...)`` and repeats those. Otherwise (the tie is in another method than ``__init__`` or
           ``tie_weights``, the class has its own ``_apply``) the tie is reported. A move to a dtype or to ``"cpu"`` keeps the tie and is ignored.
         - TPU256 ``.data_ptr()``, ``.untyped_storage()``, ``.storage()`` anywhere in the file
           (identity logic breaks wherever the tensor is an XLA tensor).
@@ -314,6 +315,32 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
     ]
     INVALID = [
         Invalid(
+            "import torch.nn as nn\n\n\nclass RNNModel(nn.Module):\n"
+            "    def __init__(self, ntoken, nhid, tie_weights=False):\n"
+            "        super().__init__()\n"
+            "        self.encoder = nn.Embedding(ntoken, nhid)\n"
+            "        self.decoder = nn.Linear(nhid, ntoken)\n"
+            "        if tie_weights:\n"
+            "            self.decoder.weight = self.encoder.weight\n\n\n"
+            "model = RNNModel(100, 16, tie_weights=args.tied).to(device)\n",
+            "import torch.nn as nn\n\n\nclass RNNModel(nn.Module):\n"
+            "    def __init__(self, ntoken, nhid, tie_weights=False):\n"
+            "        super().__init__()\n"
+            "        self.encoder = nn.Embedding(ntoken, nhid)\n"
+            "        self.decoder = nn.Linear(nhid, ntoken)\n"
+            "        if tie_weights:\n"
+            "            self.decoder.weight = self.encoder.weight\n\n"
+            "    def _apply(self, fn, *args, **kwargs):\n"
+            "        # an XLA device gives each parameter a new object: tie the weights again\n"
+            "        tied = self.decoder.weight is self.encoder.weight\n"
+            "        module = super()._apply(fn, *args, **kwargs)\n"
+            "        if tied:\n"
+            "            self.decoder.weight = self.encoder.weight\n"
+            "        return module\n\n\n"
+            "model = RNNModel(100, 16, tie_weights=args.tied).to(device)\n",
+            why="word_language_model: a tie made only with --tied is repeated only if it held",
+        ),
+        Invalid(
             "import torch\n\n\ndef get_batch(source, i, bptt=35):\n"
             "    seq_len = min(bptt, len(source) - 1 - i)\n"
             "    return source[i:i + seq_len], source[i + 1:i + 1 + seq_len].view(-1)\n\n\n"
@@ -493,8 +520,10 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
             "        self.out.weight = self.src.weight  # weight tying\n\n"
             "    def _apply(self, fn, *args, **kwargs):\n"
             "        # an XLA device gives each parameter a new object: tie the weights again\n"
+            "        tied = self.out.weight is self.src.weight\n"
             "        module = super()._apply(fn, *args, **kwargs)\n"
-            "        self.out.weight = self.src.weight\n"
+            "        if tied:\n"
+            "            self.out.weight = self.src.weight\n"
             "        return module\n\n"
             "    def forward(self, x):\n        return self.out(self.src(x))\n",
             why="the model is built in another file: the class re-ties whenever it is moved",
@@ -881,10 +910,11 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
         for ties in self._ties().values():
             cls = ties[0].cls
             statements = self._retie_statements(ties)
-            moves = self._moves_of(cls) if statements else []
+            conditional = any(not self._at_top_of_method(tie) for tie in ties)
+            moves = self._moves_of(cls) if statements and not conditional else []
             for statement, variable in moves:
                 self._insert_retie(statement, [s.format(m=variable) for s in statements])
-            if not moves and statements and self._retie_on_every_move(cls, statements):
+            if not moves and statements and self._retie_on_every_move(cls, ties):
                 continue
             if not moves:
                 for tie in ties:
@@ -992,24 +1022,33 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
             and value.func.value == cls.name.value
         )
 
-    def _retie_on_every_move(self, cls: cst.ClassDef, statements: list[str]) -> bool:
-        """The model is moved elsewhere (another file builds it): the class re-ties its weights
-        whenever it is moved, by extending ``nn.Module._apply``, which ``.to()``, ``.cuda()`` and
-        dtype casts all go through. False when the class has an ``_apply`` of its own."""
+    def _at_top_of_method(self, tie: Tie) -> bool:
+        """The tie is made whenever its method runs (not under an ``if tie_weights:``)."""
+        return self.index.parent(tie.statement) is tie.method.body
+
+    def _retie_on_every_move(self, cls: cst.ClassDef, ties: list[Tie]) -> bool:
+        """The class re-ties its weights whenever it is moved, by extending ``nn.Module._apply``
+        (what ``.to()``, ``.cuda()`` and dtype casts go through): for a model built in another
+        file, or tied only under a condition. Each tie is repeated only if it held before the
+        move. False when the class has an ``_apply`` of its own."""
         methods = [m for m in cls.body.body if isinstance(m, cst.FunctionDef)]
+        pairs = [(f"self.{tie.target}", f"self.{tie.source}") for tie in ties]
         applies = [m for m in methods if m.name.value == "_apply"]
         if applies:  # ours, from an earlier run, or the user's
             code = code_of(applies[0])
-            return all(line.format(m="self") in code for line in statements)
+            return all(f"{target} = {source}" in code for target, source in pairs)
         init = next((m for m in methods if m.name.value == "__init__"), None)
         if init is None:
             return False
-        ties = "".join(f"    {line.format(m='self')}\n" for line in statements)
+        names = ["tied"] if len(pairs) == 1 else [f"tied_{i + 1}" for i in range(len(pairs))]
+        before = "".join(f"    {n} = {t} is {s}\n" for n, (t, s) in zip(names, pairs))
+        after = "".join(f"    if {n}:\n        {t} = {s}\n" for n, (t, s) in zip(names, pairs))
         method = cst.parse_statement(
             "def _apply(self, fn, *args, **kwargs):\n"
             "    # an XLA device gives each parameter a new object: tie the weights again\n"
+            f"{before}"
             "    module = super()._apply(fn, *args, **kwargs)\n"
-            f"{ties}"
+            f"{after}"
             "    return module\n"
         ).with_changes(leading_lines=[cst.EmptyLine(indent=False)])
         self.edits.insert_after(init, method)
