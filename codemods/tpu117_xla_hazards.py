@@ -19,6 +19,9 @@ HOST_FACTORY = "TPU254"
 UNTIED_WEIGHTS = "TPU255"
 STORAGE_IDENTITY = "TPU256"
 MOVING_SLICE = "TPU257"
+CPU_FALLBACK_LAYER = "TPU258"
+# Layers torch_xla 2.9 does not lower: their forward and backward run on the CPU.
+FALLBACK_LAYERS = ("torch.nn.EmbeddingBag", "torch.nn.functional.embedding_bag")
 
 DYNAMIC_FUNCTIONS = frozenset(
     {"nonzero", "unique", "unique_consecutive", "masked_select", "argwhere"}
@@ -98,6 +101,10 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
           ``tie_weights``, the class has its own ``_apply``) the tie is reported. A move to a dtype or to ``"cpu"`` keeps the tie and is ignored.
         - TPU256 ``.data_ptr()``, ``.untyped_storage()``, ``.storage()`` anywhere in the file
           (identity logic breaks wherever the tensor is an XLA tensor).
+        - TPU257 a slice in step code whose start advances with a loop (``source[i:i + n]``,
+          ``i`` the loop's offset or a parameter a loop passes it to): one graph per offset.
+        - TPU258 ``nn.EmbeddingBag`` / ``F.embedding_bag`` anywhere in the file: torch_xla runs
+          them on the CPU.
 
         ``.item()`` is handled by TPU115; CUDA-only APIs (streams, events, graphs, NVTX,
         custom kernels) by TPU104 (TPU201/TPU202).
@@ -145,6 +152,7 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
     def may_act(cls, facts: FileFacts) -> bool:
         return (
             facts.calls(*STORAGE_METHODS)
+            or facts.uses(*FALLBACK_LAYERS)
             or facts.copies_attribute(lambda a, b: a in TIED_ATTRIBUTES and b in TIED_ATTRIBUTES)
             or facts.calls("backward")
             or facts.uses("torch.autograd.backward")
@@ -211,6 +219,17 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
             what_to_do="Compare tensors with `is`, track sharing by parameter name "
             "(model.named_parameters(remove_duplicate=False)), or do the storage logic on "
             "CPU copies before moving to the device.",
+        ),
+        CPU_FALLBACK_LAYER: FindingDoc(
+            "nn.EmbeddingBag falls back to the CPU on XLA: host round trips every step",
+            why="torch_xla 2.9 has no lowering for aten::_embedding_bag: its forward and its "
+            "backward run on the CPU, each copying the table's inputs and results between the "
+            "device and the host and cutting the step's graph (measured: 2 transfers per bag "
+            "per step; dlrm with its tables, 7 per step).",
+            what_to_do="When every bag has the same number of indices, use nn.Embedding on a "
+            "(batch, bag) index tensor and reduce with .sum(1) / .mean(1) (per_sample_weights: "
+            "multiply before the sum); pad variable bags to a fixed size with a padding_idx "
+            "row. The weight keeps its shape, so checkpoints still load.",
         ),
         MOVING_SLICE: FindingDoc(
             "a slice whose start moves every step: XLA compiles one graph per offset",
@@ -314,6 +333,26 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
         ),
     ]
     INVALID = [
+        Invalid(
+            "import torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+            "class Tables(nn.Module):\n    def __init__(self, sizes, dim):\n"
+            "        super().__init__()\n"
+            "        self.emb = nn.ModuleList(nn.EmbeddingBag(n, dim, mode='sum') for n in sizes)\n\n"
+            "    def forward(self, idx, off, weight):\n"
+            "        return F.embedding_bag(idx, weight, off)\n",
+            "import torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+            "class Tables(nn.Module):\n    def __init__(self, sizes, dim):\n"
+            "        super().__init__()\n"
+            "        # TODO(tpu-migrate): TPU258 nn.EmbeddingBag falls back to the CPU on XLA: "
+            "host round trips every step\n"
+            "        self.emb = nn.ModuleList(nn.EmbeddingBag(n, dim, mode='sum') for n in sizes)\n\n"
+            "    def forward(self, idx, off, weight):\n"
+            "        # TODO(tpu-migrate): TPU258 nn.EmbeddingBag falls back to the CPU on XLA: "
+            "host round trips every step\n"
+            "        return F.embedding_bag(idx, weight, off)\n",
+            findings=["TPU258", "TPU258"],
+            why="dlrm's tables: the layer and the functional form",
+        ),
         Invalid(
             "import torch.nn as nn\n\n\nclass RNNModel(nn.Module):\n"
             "    def __init__(self, ntoken, nhid, tie_weights=False):\n"
@@ -746,6 +785,13 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
                         call, STORAGE_IDENTITY, STORAGE_MESSAGES.get(method[1], STORAGE_RAISES)
                     )
                 return
+        if self.is_name(func, *FALLBACK_LAYERS):
+            self.flag(
+                call,
+                CPU_FALLBACK_LAYER,
+                "nn.EmbeddingBag falls back to the CPU on XLA: host round trips every step",
+            )
+            return
         region = self._region(call)
         if region is None:
             return
