@@ -4,8 +4,10 @@ For each case of a corpus laid out by its harness (``shared/corpus`` beside the 
 ``run.py`` and ``cases.py``, read where they are), this
 
 1. lays the case out in a temporary folder and migrates a copy with `tpu-migrate apply`;
-2. times the processes verify starts, each run plainly: the original on the CPU, the original
-   again (verify's noise run) and the migrated script on XLA:CPU, with the case's arguments;
+2. times the processes verify starts, each run plainly: the original on the CPU and again
+   (verify's noise run), with the case's CPU arguments (its accelerator path, which verify maps
+   to the CPU, needs a GPU when run plainly), and the migrated script on XLA:CPU with the
+   accelerator arguments;
 3. times `tpu-migrate verify` with the same arguments and steps;
 
 and prints verify's wall time over the sum of the plain runs' (the issue's bound is 1.5). The plain
@@ -44,14 +46,17 @@ def measure(harness, case, corpus_files: Path, tool: list[str], python: str, wor
     logs = work / "logs"
     plain: dict[str, float | None] = {}
     bounded = False
-    for label, root, xla in (
-        ("original", workdir, False),
-        ("noise", workdir, False),
-        ("migrated", migrated, True),
+    # The original runs plainly with the case's CPU arguments: its accelerator path (what verify
+    # runs, CUDA mapped to the CPU) cannot run plainly without a GPU. The migrated script runs
+    # with the accelerator arguments, as under verify.
+    for label, root, xla, args in (
+        ("original", workdir, False, case.args),
+        ("noise", workdir, False, case.args),
+        ("migrated", migrated, True, case.gpu_args),
     ):
         env = harness.clean_env(case, root, xla=xla)
         result = harness.run_logged(
-            [python, root / case.script, *case.gpu_args],
+            [python, root / case.script, *args],
             root / case.run_dir,
             env,
             case.timeout,
