@@ -77,8 +77,8 @@ class AdoptDevice(TpuCodemod):
         - ``t.numpy()`` becomes ``t.cpu().numpy()``: ``numpy()`` refuses a tensor on a device.
 
         Where a tensor feeding the model comes from something the rule cannot follow (a
-        ``with ... as`` target, a comprehension variable), nothing is rewritten and TPU281 names
-        the backward pass. Scripts that use ``torch.multiprocessing`` or a training framework
+        ``with ... as`` target, a comprehension variable, a one-line loop), nothing is
+        rewritten and TPU281 names the input. Scripts that use ``torch.multiprocessing`` or a training framework
         (Accelerate, Lightning, the HF Trainer) are left alone: they own their devices.
 
     Why
@@ -322,8 +322,8 @@ class AdoptDevice(TpuCodemod):
             return False
         try:
             self.plan = self._plan(models)
-        except Unplaceable:
-            self.flag(backwards[0], FINDING, str(self.FINDINGS[FINDING]))
+        except Unplaceable as unplaceable:
+            self.flag(unplaceable.node, FINDING, str(self.FINDINGS[FINDING]))
             return True  # (the marker goes in when the statement is left)
         self.require_import(TORCH_XLA)
         plan = self.plan
@@ -458,6 +458,8 @@ class AdoptDevice(TpuCodemod):
         loops = index.loops_around(use)
         for loop in loops:
             if isinstance(loop, cst.For) and name in names_in_target(loop.target):
+                if not isinstance(loop.body, cst.IndentedBlock):  # ``for x in xs: model(x)``
+                    raise Unplaceable(use, name)
                 plan.move(plan.before, loop.body.body[0], name)
                 return
             if self._bindings_in(name, loop):

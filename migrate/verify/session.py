@@ -14,7 +14,6 @@ from .compare import (
     NOT_ON_XLA,
     NUDGE,
     margin,
-    WARMUP_STEPS,
     Hygiene,
     StepRow,
     Tolerance,
