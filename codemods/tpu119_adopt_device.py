@@ -299,6 +299,24 @@ class AdoptDevice(TpuCodemod):
             findings=[FINDING],
             why="an input the rule cannot follow: nothing is half-moved",
         ),
+        Invalid(
+            "import torch\n\n"
+            "model = build_model()\n"
+            "opt = torch.optim.AdamW(model.parameters())\n"
+            "for batch in loader:\n"
+            "    model(**batch).loss.backward()\n"
+            "    opt.step()\n",
+            "import torch\n\n"
+            "model = build_model()\n"
+            "opt = torch.optim.AdamW(model.parameters())\n"
+            "for batch in loader:\n"
+            "    # TODO(tpu-migrate): TPU281 no device code, and a model input whose origin "
+            "tpu-migrate cannot follow\n"
+            "    model(**batch).loss.backward()\n"
+            "    opt.step()\n",
+            findings=[FINDING],
+            why="unpacked arguments: which of them are tensors is not known",
+        ),
     ]
 
     def __init__(self, context) -> None:
@@ -405,7 +423,9 @@ class AdoptDevice(TpuCodemod):
         """The model call's arguments, and what its output is combined with:
         ``criterion(model(x), y)``, ``(net(x) - y) ** 2``, ``out = model(x)`` ...
         ``criterion(out, y)``."""
-        fed = [arg.value for arg in model_call.args if not arg.star]
+        if any(arg.star for arg in model_call.args):  # ``model(**batch)``: what is in it?
+            raise Unplaceable(model_call, "unpacked arguments")
+        fed = [arg.value for arg in model_call.args]
         outputs = [model_call]
         statement = self.index.statement_of(model_call)
         names: set[str] = set()
