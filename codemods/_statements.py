@@ -283,3 +283,18 @@ def _is_jump(statement: cst.BaseStatement | None) -> bool:
 
 def _leaves_block(statement: cst.BaseStatement) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[0], EXITS)
+
+
+def after_imports(body: list[cst.BaseStatement]) -> int:
+    """The index right after the module's leading docstring and import statements."""
+    at = 0
+    for index, statement in enumerate(body):
+        if isinstance(statement, cst.SimpleStatementLine) and all(
+            isinstance(small, (cst.Import, cst.ImportFrom))
+            or (isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString))
+            for small in statement.body
+        ):
+            at = index + 1
+        else:
+            break
+    return at

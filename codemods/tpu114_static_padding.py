@@ -18,6 +18,7 @@ from ._base import (
     with_keyword_argument,
 )
 from ._loops import ModuleIndex, identifier_words, positional_arguments
+from ._statements import after_imports
 
 PAD_SEQUENCE = ("torch.nn.utils.rnn.pad_sequence",)
 HELPER = "pad_to_bucket"
@@ -347,7 +348,7 @@ class StaticPadding(TpuCodemod):
             return updated_node
         self.require_import(ImportSpec("torch"))
         body = list(updated_node.body)
-        at = _after_imports(body)
+        at = after_imports(body)
         new: list[cst.BaseStatement] = []
         if self.needs_constant and not _assigns(original_node, MAX_LENGTH_CONSTANT):
             new.append(
@@ -424,21 +425,6 @@ def _fixed_tokenizer_padding(call: cst.Call, bucket_size: int) -> cst.Call:
             ]
         )
     return with_keyword_argument(call, "pad_to_multiple_of", cst.Integer(str(bucket_size)))
-
-
-def _after_imports(body: list[cst.BaseStatement]) -> int:
-    """The index right after the module's leading docstring and import statements."""
-    at = 0
-    for index, statement in enumerate(body):
-        if isinstance(statement, cst.SimpleStatementLine) and all(
-            isinstance(small, (cst.Import, cst.ImportFrom))
-            or (isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString))
-            for small in statement.body
-        ):
-            at = index + 1
-        else:
-            break
-    return at
 
 
 def _assigns(module: cst.Module, name: str) -> bool:

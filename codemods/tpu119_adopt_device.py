@@ -9,6 +9,7 @@ import libcst as cst
 from ._facts import FileFacts
 from ._base import TORCH_XLA, FindingDoc, Invalid, Safety, TpuCodemod, Valid, with_keyword_argument
 from ._loops import ModuleIndex, named_like_optimizer, names_in_target, new_statement, walk_code
+from ._statements import after_imports
 from ._tensors import TENSOR_ATTRIBUTES
 
 FINDING = "TPU281"
@@ -601,7 +602,7 @@ class AdoptDevice(TpuCodemod):
         device = new_statement(f"{DEVICE_NAME} = torch_xla.device()").with_changes(
             leading_lines=[cst.EmptyLine()]
         )
-        at = _after_imports(body)
+        at = after_imports(body)
         body[at:at] = [device]
         return updated_node.with_changes(body=body)
 
@@ -681,18 +682,3 @@ def _is_parameter(owner: cst.CSTNode, name: str) -> bool:
 
 def _contains(block: cst.CSTNode, node: cst.CSTNode) -> bool:
     return any(candidate is node for candidate in walk_code(block))
-
-
-def _after_imports(body: list) -> int:
-    """The index right after the module's leading docstring and import statements."""
-    at = 0
-    for index, statement in enumerate(body):
-        if isinstance(statement, cst.SimpleStatementLine) and all(
-            isinstance(small, (cst.Import, cst.ImportFrom))
-            or (isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString))
-            for small in statement.body
-        ):
-            at = index + 1
-        else:
-            break
-    return at
