@@ -19,6 +19,7 @@ changed. The same ``unshare`` step builds the tree here.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from ..pr.git import NotARepository, Repo
@@ -86,14 +87,16 @@ def project_root(script: Path, cwd: Path, pythonpath: list[Path]) -> tuple[Path,
 
     The git work tree holding the script when there is one. Otherwise the smallest folder holding
     the script's folder, the working directory and the PYTHONPATH entries, where a place that would
-    widen it to the file system root or the home folder is left out (and named in a note).
+    widen it to the file system root, the home folder or the temporary folder is left out (and
+    named in a note).
     """
     repository = git_root(script.parent)
     if repository is not None:
         return repository, [f"project root: the git work tree {repository}"]
     root, notes = script.parent, []
     home = Path(os.path.expanduser("~")).resolve()
-    too_wide = {Path("/"), home, *home.parents}
+    temp = Path(tempfile.gettempdir()).resolve()
+    too_wide = {Path("/"), home, *home.parents, temp, *temp.parents}
     for place in [cwd, *pythonpath]:
         if not place.is_dir():
             continue

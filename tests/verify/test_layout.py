@@ -7,6 +7,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -148,6 +149,32 @@ def test_paths_outside_the_project_are_left_alone(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert (elsewhere / "out.txt").read_text() == "x"
+
+
+def test_verify_s_own_folder_is_never_taken_into_the_shadow(tmp_path):
+    """A protected folder that also holds verify's folder (a project root of /tmp with the
+    traces in /tmp/tpu-migrate-verify-*): the run's trace writes go where verify reads them."""
+    root = _project(tmp_path)
+    shadow = Shadow(tmp_path / "verify-work/shadow-original")
+    shadow.unshare(root / "projects/exp")
+    traces = tmp_path / "verify-work/trace-original"
+    traces.mkdir()
+    proc = _in_sandbox(
+        shadow, tmp_path, root / "projects/exp", f"open({str(traces / 't.json')!r}, 'w').write('x')"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (traces / "t.json").read_text() == "x"
+
+
+def test_project_root_is_never_widened_to_the_temporary_folder(tmp_path):
+    root = _project(tmp_path)
+    script = root / "projects/exp/train.py"
+    elsewhere = Path(tempfile.mkdtemp())  # directly in the temporary folder, beside tmp_path's
+    try:
+        found, notes = project_root(script, elsewhere, [])
+    finally:
+        elsewhere.rmdir()
+    assert found == script.parent and "not taken into the project root" in notes[1]
 
 
 def test_project_root_takes_the_working_directory_and_pythonpath(tmp_path):

@@ -43,6 +43,9 @@ def _inside(path: str, root: str) -> bool:
 class Sandbox:
     def __init__(self, base: str, protected: tuple[str, ...], remap_imports: bool) -> None:
         self.base = os.path.realpath(base)
+        # verify's own folder (the shadows, the traces): never taken into the shadow, even when a
+        # protected folder holds it (a project root of /tmp/x with verify's folder in /tmp)
+        self.own = os.path.dirname(self.base)
         self.protected = tuple(sorted({os.path.abspath(p) for p in protected}))
         self.remap_imports = remap_imports
         self.started = time.time()
@@ -63,7 +66,7 @@ class Sandbox:
         if isinstance(text, bytes):
             return path
         absolute = os.path.abspath(text)
-        if _inside(absolute, self.base):
+        if _inside(absolute, self.own):
             return path
         for root in self.protected:
             if _inside(absolute, root):
