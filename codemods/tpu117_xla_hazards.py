@@ -7,9 +7,10 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ._facts import FileFacts
-from ._base import FindingDoc, Invalid, Safety, TpuCodemod, Valid, code_of, dotted_name, walk_all
-from ._loops import ModuleIndex, names_in_target, new_statement, walk_code
+from ._base import FindingDoc, Invalid, Safety, TpuCodemod, Valid, code_of, dotted_name
+from ._loops import ModuleIndex, new_statement, walk_code
 from ._statements import AppliesStatementEdits
+from ._step_code import StepCode
 from ._tensors import TensorFacts
 
 DYNAMIC_SHAPE = "TPU251"
@@ -681,86 +682,17 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
         super().__init__(context)
         self.index: ModuleIndex | None = None
         self.facts: TensorFacts | None = None
-        self._step_loops: set[int] = set()
-        self._step_functions: set[int] = set()  # per-step code outside a loop (incl. forward)
-        self._forward_functions: set[int] = set()
+        self.step: StepCode | None = None
 
     # ----------------------------------------------------------------- where code runs
     def visit_Module(self, node: cst.Module) -> bool:
         self.index = ModuleIndex(self, node)
         self.facts = TensorFacts(self, self.index)
-        self._find_step_code()
+        self.step = StepCode(self, self.index, self.facts)
         for inner in self.index.nodes:
             self._check(inner)
         self._retie_weights()
         return True
-
-    def _find_step_code(self) -> None:
-        index = self.index
-        callee = {id(call): f for f in index.functions for call in index.calls_of(f)}
-        step_functions: list[cst.FunctionDef] = []
-        for call in index.calls:
-            if not self._is_backward(call):
-                continue
-            loop = index.training_loop_of(call)
-            if loop is not None:
-                self._step_loops.add(id(loop))
-            elif isinstance(index.owner(call), cst.FunctionDef):
-                step_functions.append(index.owner(call))
-        for function in step_functions:
-            for call in index.calls_of(function):
-                loop = index.training_loop_of(call)
-                if loop is not None:
-                    self._step_loops.add(id(loop))
-        forwards = [
-            f
-            for f in index.functions
-            if f.name.value == "forward"
-            and (cls := index.enclosing_class(f)) is not None
-            and self.facts.is_nn_module_class(cls)
-        ]
-        loop_bodies = [
-            loop.body
-            for loop in [*index.for_loops, *index.while_loops]
-            if id(loop) in self._step_loops
-        ]
-        called_in_loops = [
-            callee[id(n)]
-            for body in loop_bodies
-            for n in walk_code(body)
-            if isinstance(n, cst.Call) and id(n) in callee
-        ]
-        self._forward_functions = _called_closure(forwards, callee)
-        self._step_functions = _called_closure(
-            [*step_functions, *forwards, *called_in_loops], callee
-        )
-
-    def _is_backward(self, call: cst.Call) -> bool:
-        func = call.func
-        return (isinstance(func, cst.Attribute) and func.attr.value == "backward") or self.is_name(
-            func, "torch.autograd.backward"
-        )
-
-    def _region(self, node: cst.CSTNode) -> str | None:
-        """Which step code ``node`` runs in: ``"forward"`` (forward and what it calls),
-        ``"step"`` (the rest of the per-step code) or None, also under a periodic
-        ``if step % N == 0:`` guard."""
-        previous = node
-        for ancestor in self.index.ancestors(node):
-            if isinstance(ancestor, cst.If) and _is_periodic(ancestor.test):
-                if previous is not ancestor.test:
-                    return None
-            if isinstance(ancestor, (cst.For, cst.While)) and id(ancestor) in self._step_loops:
-                if previous is ancestor.body:
-                    return "step"
-            if isinstance(ancestor, cst.FunctionDef):
-                if id(ancestor) in self._forward_functions:
-                    return "forward"
-                return "step" if id(ancestor) in self._step_functions else None
-            if isinstance(ancestor, (cst.Lambda, cst.ClassDef)):
-                return None
-            previous = ancestor
-        return None
 
     # ----------------------------------------------------------------- findings
     def _check(self, node: cst.CSTNode) -> None:
@@ -792,7 +724,7 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
                 "nn.EmbeddingBag falls back to the CPU on XLA: host round trips every step",
             )
             return
-        region = self._region(call)
+        region = self.step.region(call)
         if region is None:
             return
         function = facts.torch_function(func)
@@ -863,7 +795,7 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
         if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
             return
         mask = subscript.slice[0].slice.value
-        if self._region(subscript) is None or not self.facts.is_bool_mask(mask):
+        if self.step.region(subscript) is None or not self.facts.is_bool_mask(mask):
             return
         parent = self.index.parent(subscript)
         written = isinstance(parent, cst.AssignTarget) or (
@@ -880,62 +812,17 @@ class XlaHazards(AppliesStatementEdits, TpuCodemod):
         self.flag(subscript, DYNAMIC_SHAPE, message)
 
     def _check_moving_slice(self, subscript: cst.Subscript) -> None:
-        """``source[i:i + n]`` in step code where ``i`` advances with a loop: the loop's own
-        variable, or a parameter that a loop passes its variable to (``get_batch(data, i)``).
-        A slice moved to the device right away (``x[i:j].to(device)``) is sliced on the host."""
-        starts = [
-            element.slice.lower
-            for element in subscript.slice
-            if isinstance(element.slice, cst.Slice) and element.slice.lower is not None
-        ]
-        if not starts or self._region(subscript) is None or self._moved_after(subscript):
-            return
-        for start in starts:
-            names = {n.value for n in walk_all(start) if isinstance(n, cst.Name)}
-            moving = sorted(name for name in names if self._advances_with_a_loop(name, subscript))
-            if moving:
-                self.flag(
-                    subscript,
-                    MOVING_SLICE,
-                    f"slice start {code_of(start)} changes every step: one XLA graph per "
-                    "offset; slice on the CPU and move the batch",
-                )
-                return
-
-    def _moved_after(self, subscript: cst.Subscript) -> bool:
-        parent = self.index.parent(subscript)
-        if isinstance(parent, cst.Attribute) and parent.attr.value in {"to", "cpu"}:
-            return True
-        return False
-
-    def _advances_with_a_loop(self, name: str, node: cst.CSTNode) -> bool:
-        index = self.index
-        for loop in index.loops_around(node):
-            if isinstance(loop, cst.For) and name in names_in_target(loop.target):
-                return True
-        function = index.owner(node)
-        if not isinstance(function, cst.FunctionDef):
-            return False
-        position = _parameter_position(function, name)
-        if position is None:
-            return False
-        for call in index.calls_of(function):
-            args = [arg for arg in call.args if not arg.star]
-            passed = next((a.value for a in args if a.keyword and a.keyword.value == name), None)
-            if passed is None and position < len(args) and args[position].keyword is None:
-                passed = args[position].value
-            if passed is None:
-                continue
-            for inner in walk_all(passed):
-                if isinstance(inner, cst.Name) and any(
-                    isinstance(loop, cst.For) and inner.value in names_in_target(loop.target)
-                    for loop in index.loops_around(call)
-                ):
-                    return True
-        return False
+        start = self.step.moving_start(subscript)
+        if start is not None:
+            self.flag(
+                subscript,
+                MOVING_SLICE,
+                f"slice start {code_of(start)} changes every step: one XLA graph per "
+                "offset; slice on the CPU and move the batch",
+            )
 
     def _check_control_flow(self, node) -> None:
-        if self._region(node.test) is None or not self._truth_is_tensor(node.test):
+        if self.step.region(node.test) is None or not self._truth_is_tensor(node.test):
             return
         keyword = CONTROL_FLOW[type(node)]
         self.flag(
@@ -1127,28 +1014,6 @@ def _self_path(node: cst.BaseExpression) -> str | None:
     return ".".join(parts[1:])
 
 
-def _called_closure(roots, callee: dict[int, cst.FunctionDef]) -> set[int]:
-    """``roots`` and every function of this module they call, transitively."""
-    seen: set[int] = set()
-    pending = list(roots)
-    while pending:
-        function = pending.pop()
-        if id(function) in seen:
-            continue
-        seen.add(id(function))
-        for node in walk_code(function.body):
-            if isinstance(node, cst.Call) and id(node) in callee:
-                pending.append(callee[id(node)])
-    return seen
-
-
-def _is_periodic(test: cst.BaseExpression) -> bool:
-    return any(
-        isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)
-        for n in walk_all(test)
-    )
-
-
 def _one_argument(call: cst.Call) -> bool:
     return len(call.args) == 1 and not call.args[0].star and call.args[0].keyword is None
 
@@ -1161,12 +1026,3 @@ def _transfer_label(method: str) -> str:
     return '.to("cpu")' if method == "to" else f".{method}()"
 
 
-def _parameter_position(function: cst.FunctionDef, name: str) -> int | None:
-    """Where ``name`` is among the positional arguments of a call (``self`` not counted)."""
-    params = [*function.params.posonly_params, *function.params.params]
-    if params and params[0].name.value in {"self", "cls"}:
-        params = params[1:]
-    for position, param in enumerate(params):
-        if param.name.value == name:
-            return position
-    return None
