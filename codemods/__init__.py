@@ -21,8 +21,9 @@ TPU118 (``inference_mode`` -> ``no_grad``) is a local rewrite too; it runs befor
 that they see the evaluation regions as ``torch.no_grad()``, the spelling they know.
 
 TPU116 (boolean-mask writes) is a local rewrite that depends on no other rule; it runs before
-TPU117 so that only the writes it could not make static are reported. TPU117 (XLA hazards) runs
-last: it reports on the code as it will be written (after ``.cuda()`` became ``.to(device)``, so
+TPU117 so that only the writes it could not make static are reported. TPU121 (moving slices ->
+``index_select``) runs just before TPU117 for the same reason (TPU257 reports the slices it could
+not rewrite). TPU117 (XLA hazards) runs last: it reports on the code as it will be written (after ``.cuda()`` became ``.to(device)``, so
 it can re-tie shared weights right after that move, and after TPU115 moved the reads it can make
 static) and its markers are not disturbed by later statement edits.
 """
@@ -52,6 +53,7 @@ from .tpu117_xla_hazards import XlaHazards
 from .tpu118_inference_mode import InferenceMode
 from .tpu119_adopt_device import AdoptDevice
 from .tpu120_hogwild import Hogwild
+from .tpu121_moving_slices import MovingSlices
 
 PIPELINE: tuple[type[TpuCodemod], ...] = (
     Hogwild,
@@ -73,6 +75,7 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     StepBoundary,
     HostSyncs,
     XlaRng,
+    MovingSlices,
     XlaHazards,
 )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ._base import TpuCodemod, code_of, dotted_name
-from ._loops import ModuleIndex, positional_arguments
+from ._loops import ModuleIndex, positional_arguments, walk_code
 
 COMPARISONS = (
     cst.LessThan,
@@ -62,6 +62,12 @@ NON_TENSOR_METHODS = frozenset(
     }
 )  # fmt: skip
 TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"})
+# Methods that torch tensors have and modules, numpy arrays and lists do not: their result is a
+# tensor whatever the receiver is known to be (``data.view(b, -1).t().contiguous()``).
+TENSOR_ONLY_METHODS = frozenset(
+    {"contiguous", "narrow", "unsqueeze", "view_as", "expand_as", "masked_fill",
+     "index_select", "detach", "t", "permute"}
+)  # fmt: skip
 # Functions / methods whose result has the shape of their first argument / receiver.
 ELEMENTWISE = frozenset(
     {
@@ -104,6 +110,7 @@ class TensorFacts:
         self.rule = rule
         self.index = index
         self._assumed: set[tuple[int, str]] = set()  # names whose tensor-ness is being decided
+        self._across_calls = False
 
     # ------------------------------------------------------------------ torch names
     def torch_function(self, func: cst.BaseExpression) -> str | None:
@@ -155,7 +162,23 @@ class TensorFacts:
             return any(self.is_tensor(operand, depth) for operand in operands)
         return False
 
+    def is_tensor_across_calls(self, expr: cst.BaseExpression, depth: int = 8) -> bool:
+        """``is_tensor``, also following what this module's functions return, what every call
+        of a function passes for a parameter, the last assignment of a name before it in
+        straight-line code, and methods only tensors have. A deeper question than
+        ``is_tensor``, for rewrites that are wrong on anything but a tensor."""
+        previous, self._across_calls = self._across_calls, True
+        try:
+            return self.is_tensor(expr, depth)
+        finally:
+            self._across_calls = previous
+
     def _call_is_tensor(self, call: cst.Call, depth: int) -> bool:
+        if self._across_calls and (
+            (self.method_of(call) or (None, ""))[1] in TENSOR_ONLY_METHODS
+            or self._returns_tensors(call.func, depth)
+        ):
+            return True
         function = self.torch_function(call.func)
         if function is not None:
             return function not in NON_TENSOR_FUNCTIONS and not function.startswith(
@@ -226,7 +249,70 @@ class TensorFacts:
             return False
         self._assumed.add(key)
         try:
-            return self._assignments_are_tensors(assignments, depth)
+            if self._assignments_are_tensors(assignments, depth):
+                return True
+            if not self._across_calls:
+                return False
+            value = self._value_reaching(name, assignments)
+            return value is not None and self.is_tensor(value, depth - 1)
+        finally:
+            self._assumed.discard(key)
+
+    def _value_reaching(self, name: cst.Name, assignments) -> cst.BaseExpression | None:
+        """The value of the assignment of ``name`` that certainly reaches it: the last one
+        before it at the top level of the same function, with no later one in a loop around
+        ``name`` (which would reach it on the next pass)."""
+        owner = self.index.owner(name)
+        if not isinstance(owner, cst.FunctionDef):
+            return None
+        bindings = []
+        for assignment in assignments:
+            node = getattr(assignment, "node", None)
+            if isinstance(node, cst.Param):
+                continue
+            binding = self.index.bindings.get(id(node))
+            if binding is None or binding.owner is not owner:
+                return None  # a for target, a with-as, a global: not followed
+            bindings.append(binding)
+        line = self._line(name)
+        before = [b for b in bindings if self._line(b.statement) < line]
+        if not before:
+            return None
+        last = max(before, key=lambda b: self._line(b.statement))
+        if self.index.parent(last.statement) is not owner.body:
+            return None
+        loops = self.index.loops_around(name)
+        for binding in bindings:
+            if binding is not last and self._line(binding.statement) > self._line(
+                last.statement
+            ):
+                if any(a is loop for a in self.index.ancestors(binding.statement) for loop in loops):
+                    return None
+        return last.value
+
+    def _returns_tensors(self, func: cst.BaseExpression, depth: int) -> bool:
+        """``func`` names a function of this module (not a method, not a generator) with at
+        least one ``return`` and a tensor in every one."""
+        if not isinstance(func, cst.Name) or depth < 0:
+            return False
+        bound = self.rule.bindings_of(func)
+        if bound is None or len(bound[1]) != 1:
+            return False
+        function = getattr(bound[1][0], "node", None)
+        if not isinstance(function, cst.FunctionDef) or self.index.enclosing_class(function):
+            return False
+        key = (id(function), "<returns>")
+        if key in self._assumed:
+            return False
+        nodes = list(walk_code(function.body))
+        if any(isinstance(n, (cst.Yield, cst.Await)) for n in nodes):
+            return False
+        returns = [n for n in nodes if isinstance(n, cst.Return)]
+        if not returns or any(r.value is None for r in returns):
+            return False
+        self._assumed.add(key)
+        try:
+            return all(self.is_tensor(r.value, depth - 1) for r in returns)
         finally:
             self._assumed.discard(key)
 
@@ -237,7 +323,10 @@ class TensorFacts:
                 function = self.index.owner(node)
                 if not (
                     isinstance(function, cst.FunctionDef)
-                    and self.is_tensor_parameter(node, function)
+                    and (
+                        self.is_tensor_parameter(node, function)
+                        or (self._across_calls and self._passed_tensors(function, node, depth))
+                    )
                 ):
                     return False
                 continue
@@ -245,6 +334,16 @@ class TensorFacts:
             if binding is None or not self.is_tensor(binding.value, depth - 1):
                 return False
         return True
+
+    def _passed_tensors(self, function: cst.FunctionDef, param: cst.Param, depth: int) -> bool:
+        """Every call of ``function`` in this module passes a tensor for ``param``."""
+        calls = self.index.calls_of(function)
+        passed = self.index.call_arguments(function, param)
+        return (
+            bool(calls)
+            and len(passed) == len(calls)
+            and all(self.is_tensor(value, depth - 1) for value in passed)
+        )
 
     def _bindings_all(self, expr: cst.BaseExpression, depth: int, test) -> bool:
         values = self.index.binding_values(expr)
