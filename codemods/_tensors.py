@@ -283,10 +283,10 @@ class TensorFacts:
             return None
         loops = self.index.loops_around(name)
         for binding in bindings:
-            if binding is not last and self._line(binding.statement) > self._line(
-                last.statement
-            ):
-                if any(a is loop for a in self.index.ancestors(binding.statement) for loop in loops):
+            if binding is not last and self._line(binding.statement) > self._line(last.statement):
+                if any(
+                    a is loop for a in self.index.ancestors(binding.statement) for loop in loops
+                ):
                     return None
         return last.value
 

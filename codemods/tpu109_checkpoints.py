@@ -37,7 +37,10 @@ class Checkpoints(AppliesStatementEdits, TpuCodemod):
           conditions that also test something else (``rank == 0 and epoch % 10 == 0``) stay.
         - ``torch.load(path)`` gets ``map_location="cpu"``; a CUDA ``map_location``
           (``"cuda:0"``, ``f"cuda:{gpu}"``, ``{"cuda:0": ...}``, a lambda calling ``.cuda()``,
-          a variable of the same function holding such a string) becomes ``"cpu"``.
+          a variable of the same function holding such a string) becomes ``"cpu"``. A whole
+          model loaded back into the variable that holds it on the device (``model =
+          torch.load(f)`` where the same scope has ``model = Net().to(device)``) moves there
+          again: ``model = torch.load(f, map_location="cpu").to(device)``.
 
     Why
         ``torch.save`` pickles XLA tensors as XLA tensors: the file loads back onto ``xla:0`` or
@@ -197,6 +200,18 @@ class Checkpoints(AppliesStatementEdits, TpuCodemod):
             'import torch\n\nckpt = torch.load(args.resume, map_location="cpu")\n',
         ),
         Invalid(
+            "import torch\n\nmodel = Net().to(device)\ntrain(model)\n"
+            "with open(path, 'wb') as f:\n    torch.save(model, f)\n"
+            "with open(path, 'rb') as f:\n    model = torch.load(f)\n"
+            "evaluate(model)\nweights = torch.load(path)\n",
+            "import torch\n\nmodel = Net().to(device)\ntrain(model)\n"
+            "with open(path, 'wb') as f:\n    torch.save(model, f)\n"
+            "with open(path, 'rb') as f:\n    model = torch.load(f, map_location='cpu').to(device)\n"
+            "evaluate(model)\nweights = torch.load(path, map_location='cpu')\n",
+            why="word_language_model: a whole pickled model loaded onto the CPU goes back to "
+            "the model's device",
+        ),
+        Invalid(
             "import torch\n\n"
             "a = torch.load(p, map_location='cuda:0')\n"
             'b = torch.load(p, map_location=f"cuda:{gpu}")\n'
@@ -295,7 +310,42 @@ class Checkpoints(AppliesStatementEdits, TpuCodemod):
             cst.Arg(_string("cpu", self._quote), keyword=cst.Name("map_location"), equal=_EQUAL)
         )
         self.record_rewrite()
-        return updated.with_changes(args=args)
+        loaded = updated.with_changes(args=args)
+        device = self._device_of_loaded_model(original)
+        if device is None:
+            return loaded
+        return cst.Call(
+            func=cst.Attribute(value=loaded, attr=cst.Name("to")),
+            args=[cst.Arg(device.deep_clone())],
+        )
+
+    def _device_of_loaded_model(self, load: cst.Call) -> cst.BaseExpression | None:
+        """``model = torch.load(f)`` where ``model`` is, elsewhere in its scope, a module moved
+        to a device (``model = Net().to(device)``): that device. A whole pickled module loaded
+        onto the CPU has to go back to it."""
+        assign = self._parent(load)
+        if not (
+            isinstance(assign, cst.Assign)
+            and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name)
+        ):
+            return None
+        for value in self._assigned_values(assign.targets[0].target):
+            if not (
+                isinstance(value, cst.Call)
+                and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value == "to"
+                and len(value.args) == 1
+                and value.args[0].keyword is None
+                and not value.args[0].star
+            ):
+                continue
+            device = value.args[0].value  # a device variable or torch_xla.device(), not a dtype
+            if isinstance(device, cst.Name) or (
+                isinstance(device, cst.Call) and self.is_name(device.func, "torch_xla.device")
+            ):
+                return device
+        return None
 
     # ------------------------------------------------------------------ guards
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:

@@ -68,8 +68,10 @@ class MovingSlices(TpuCodemod):
 
     @classmethod
     def may_act(cls, facts: FileFacts) -> bool:
-        return facts.calls("backward") or facts.uses("torch.autograd.backward") or (
-            facts.mentions("forward") and facts.defines_subclass_of("torch.nn")
+        return (
+            facts.calls("backward")
+            or facts.uses("torch.autograd.backward")
+            or (facts.mentions("forward") and facts.defines_subclass_of("torch.nn"))
         )
 
     VALID = [
