@@ -1,4 +1,4 @@
-"""Issue 5's measured outcome for the static-shape rules (real torch_xla on the CPU).
+"""The measured outcome of the static-shape rules (real torch_xla on the CPU).
 
 The full migration of each hygiene fixture compiles nothing after warm-up and still trains like
 the original; the same migration without the hygiene rules recompiles: the rules are what fixes it.
@@ -16,7 +16,11 @@ from tests.fixtures.goldens import all_fixtures
 pytestmark = [pytest.mark.xla, pytest.mark.usefixtures("xla_available")]
 
 # fixture -> the hygiene rules it needs
-HYGIENE = {"partial_last_batch": "TPU113", "variable_length_text": "TPU113,TPU114"}
+HYGIENE = {
+    "partial_last_batch": "TPU113",
+    "variable_length_text": "TPU113,TPU114",
+    "token_stream_lm": "TPU121",
+}
 FIXTURES = {f.name: f for f in all_fixtures() if f.name in HYGIENE}
 
 
@@ -44,9 +48,10 @@ def test_full_migration_compiles_nothing_after_warmup(verify_cli, name):
     assert all(step["rel_diff"] <= 1e-5 for step in result["steps"])
     hygiene = result["hygiene"]
     assert hygiene["steady_steps"] > 0 and hygiene["compilations_after_warmup"] == 0
-    assert any(
-        n.startswith("the original run repeats what TPU113 changed") for n in result["notes"]
-    )
+    if "TPU113" in HYGIENE[name]:
+        assert any(
+            n.startswith("the original run repeats what TPU113 changed") for n in result["notes"]
+        )
 
 
 @pytest.mark.parametrize("name", sorted(HYGIENE))
@@ -60,4 +65,5 @@ def test_naive_migration_recompiles(verify_cli, capsys, tmp_path, name):
     assert outcome.code == 0, outcome.out + outcome.err  # same numbers, just slow on a TPU
     hygiene = outcome.result["hygiene"]
     assert hygiene["steady_steps"] > 0 and hygiene["compilations_after_warmup"] > 0
-    assert any("TPU113 would still edit" in note for note in outcome.result["notes"])
+    if "TPU113" in HYGIENE[name]:  # the rule with a verify adjustment says it is missing
+        assert any("TPU113 would still edit" in note for note in outcome.result["notes"])
