@@ -105,6 +105,10 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
           at the end of its own step (and the last one is not lost). It stays where it is when
           a ``continue``/``break``/``return`` follows it; then reports after it are left alone
           (they read values the sync already computed).
+        - A value read into a variable mid-step (``d_x = output.mean().item()`` at the top of
+          the loop body) whose only uses are later reports of the same step stays on the
+          device (``d_x = output.mean().detach()``); the reports read it after the step, as
+          ``float(d_x)`` (``int`` for a count), in their closure or after the sync.
         - Any other read inside the step (``if loss.item() < best:``,
           ``history.append(loss.item())``) is flagged TPU241. Reads outside training loops
           (evaluation loops, end-of-epoch summaries) are left alone.
@@ -125,7 +129,8 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         Closures run in order at the end of the step, so their lines come after any line the
         rest of that step prints directly. A sum reset at the interval (``running = 0.0``)
         makes the step after the reset a second graph, compiled once. A value read into a
-        variable (``loss_val = loss.item()``) is flagged rather than followed.
+        variable that is used for anything but reports (``history.append(loss_val)``) is
+        flagged rather than followed.
 
     Example
         Before::
@@ -986,6 +991,115 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
             '            xm.add_step_closure(lambda loss, step: print(f"step {step} loss {loss.item():.4f}"), args=(outputs.loss, step))\n',
             why="a Hugging Face style output: the computed loss is passed under its attribute name",
         ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train(netD, netG, loader, optD, optG, criterion, ones, noise, dry_run):\n"
+            "    for i, (real, _) in enumerate(loader):\n"
+            "        output = netD(real)\n"
+            "        err_real = criterion(output, ones)\n"
+            "        err_real.backward()\n"
+            "        d_x = output.mean().item()\n"
+            "        optD.step()\n"
+            "        fake_out = netD(netG(noise))\n"
+            "        err_g = criterion(fake_out, ones)\n"
+            "        err_g.backward()\n"
+            "        d_g_z = fake_out.mean().item()\n"
+            "        optG.step()\n"
+            "        torch_xla.sync()\n"
+            '        print("[%d] Loss_G: %.4f D(x): %.4f D(G(z)): %.4f" % (i, err_g.item(), d_x, d'
+            "_g_z))\n"
+            "        if dry_run:\n"
+            "            break\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train(netD, netG, loader, optD, optG, criterion, ones, noise, dry_run):\n"
+            "    for i, (real, _) in enumerate(loader):\n"
+            "        output = netD(real)\n"
+            "        err_real = criterion(output, ones)\n"
+            "        err_real.backward()\n"
+            "        d_x = output.mean().detach()\n"
+            "        optD.step()\n"
+            "        fake_out = netD(netG(noise))\n"
+            "        err_g = criterion(fake_out, ones)\n"
+            "        err_g.backward()\n"
+            "        d_g_z = fake_out.mean().detach()\n"
+            "        optG.step()\n"
+            "        torch_xla.sync()\n"
+            '        print("[%d] Loss_G: %.4f D(x): %.4f D(G(z)): %.4f" % (i, err_g.item(), float('
+            "d_x), float(d_g_z)))\n"
+            "        if dry_run:\n"
+            "            break\n",
+            findings=[],
+            why="dcgan: values read mid-step for the step's report stay on the device; the "
+            "report after a sync that stays put (a break follows it) reads them there",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer, history):\n"
+            "    for step, (x, y) in enumerate(loader):\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).item()\n"
+            "        loss_value = loss.item()\n"
+            "        optimizer.step()\n"
+            "        torch_xla.sync()\n"
+            '        print(f"step {step} loss {loss.item():.4f} grad {grad_norm:.3f}")\n'
+            "        history.append(loss_value)\n"
+            "\n"
+            "\n"
+            "def train_scale(model, loader, optimizer):\n"
+            "    for step, (x, y) in enumerate(loader):\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        temperature = model.temperature.item()\n"
+            "        optimizer.step()\n"
+            "        torch_xla.sync()\n"
+            "        if step % 10 == 0:\n"
+            '            print(f"step {step}: temperature {temperature:.3f}")\n',
+            "import torch\n"
+            "import torch_xla\n"
+            "import torch_xla.core.xla_model as xm\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer, history):\n"
+            "    for step, (x, y) in enumerate(loader):\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).detach()"
+            "\n"
+            "        # TODO(tpu-migrate): TPU241 per-step host sync: .item() inside the training s"
+            "tep\n"
+            "        loss_value = loss.item()\n"
+            "        optimizer.step()\n"
+            '        xm.add_step_closure(lambda step, loss, grad_norm: print(f"step {step} loss {l'
+            'oss.item():.4f} grad {float(grad_norm):.3f}"), args=(step, loss, grad_norm))\n'
+            "        history.append(loss_value)\n"
+            "        torch_xla.sync()\n"
+            "\n"
+            "\n"
+            "def train_scale(model, loader, optimizer):\n"
+            "    for step, (x, y) in enumerate(loader):\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        temperature = model.temperature.detach().clone()\n"
+            "        optimizer.step()\n"
+            "        if step % 10 == 0:\n"
+            '            xm.add_step_closure(lambda step, temperature: print(f"step {step}: temper'
+            'ature {float(temperature):.3f}"), args=(step, temperature))\n'
+            "        torch_xla.sync()\n",
+            findings=["TPU241"],
+            why="a value read for a report stays on the device until the closure reads it (a "
+            "clone when it may be a view of a tensor the step changes); one kept in a list is "
+            "flagged",
+        ),
     ]
 
     def __init__(self, context) -> None:
@@ -1100,6 +1214,8 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
             statement = self.index.statement_of(node)
             by_statement.setdefault(id(statement), (statement, []))[1].append((node, what))
         accumulators = self._accumulators(loop, function, by_statement, plan)
+        held = self._held_reads(loop, function, by_statement, plan)
+        accumulators.update(held)
         for name in accumulators:
             for node in _name_nodes(loop.body, name):
                 statement = self.index.statement_of(node)
@@ -1109,12 +1225,16 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         for statement, statement_reads in by_statement.values():
             after_sync = plan.sync is not None and self.index.runs_after(plan.sync, statement)
             accumulator = self._accumulator_of(statement, accumulators)
+            if accumulator is not None and accumulator.name in held:
+                self._hold(statement_reads)
+                continue
             if accumulator is not None:
                 self._rewrite_accumulation(statement_reads)
                 moved_past_sync = moved_past_sync or (after_sync and plan.sync_movable)
                 continue
             if after_sync and not plan.sync_movable:
                 self._report_after_fixed_sync(statement, statement_reads)
+                self._read_held_values(statement, held)
                 continue
             if self._is_report(statement) and self._reads_allowed(statement, statement_reads):
                 self._move_into_closure(plan, statement, accumulators)
@@ -1278,8 +1398,78 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         return other is not None and other is not loop and id(other) in self.training_loop_ids
 
     def _accumulator_of(self, statement, accumulators) -> Accumulator | None:
-        target = _accumulation_target(statement)
-        return accumulators.get(target) if target is not None else None
+        for accumulator in accumulators.values():
+            if any(s is statement for s in accumulator.statements):
+                return accumulator
+        return None
+
+    # ------------------------------------------------------------------ values held for a report
+    def _held_reads(self, loop, function, by_statement, plan) -> dict[str, Accumulator]:
+        """``v = X.item()`` (or ``float(X)``) mid-step, at the top of the loop body, where every
+        use of ``v`` is a later report in the same step: ``v`` can hold the device value and the
+        report read it once the step has run (``v = X.detach()``, ``float(v)`` in the report)."""
+        held: dict[str, Accumulator] = {}
+        for statement, reads in by_statement.values():
+            name = _read_assignment_target(statement, reads)
+            if (
+                name is None
+                or self.index.parent(statement) is not loop.body
+                or (plan.sync is not None and self.index.runs_after(plan.sync, statement))
+                or self._used_elsewhere(function, name)
+            ):
+                continue
+            if self._only_reported_later(loop, function, name, statement, by_statement):
+                counts = reads[0][1] == ".item()" and _counts(reads[0][0].func.value)
+                held[name] = Accumulator(name, counts, [statement])
+        return held
+
+    def _only_reported_later(self, loop, function, name: str, assignment, by_statement) -> bool:
+        after = self.position(assignment)[0]
+        uses = 0
+        for node in _name_nodes(function, name):
+            statement = self.index.statement_of(node)
+            if statement is assignment:
+                continue
+            if (
+                statement is None
+                or not _is_load(self.index, node)
+                or self.index.training_loop_of(node) is not loop
+                or self.position(statement)[0] <= after
+                or not self._is_report(statement)
+                or not self._reads_allowed(statement, by_statement.get(id(statement), (0, []))[1])
+            ):
+                return False
+            if (
+                self._is_progress_bar(statement)
+                and self._interval_guard(statement) is None
+                and not (isinstance(loop, cst.For) or self._existing_guard(loop) is not None)
+            ):
+                return False  # a progress bar that cannot be throttled keeps reading per step
+            uses += 1
+        return uses > 0
+
+    def _hold(self, reads) -> None:
+        """``v = X.item()`` -> ``v = X.detach()``; ``.detach().clone()`` when ``X`` may be a
+        view of a tensor the rest of the step changes in place (a name, an attribute, an
+        index, a view method): the report must see this moment's value."""
+        node, what = reads[0]
+        receiver = node.func.value if what == ".item()" else node.args[0].value
+        held = _detached(receiver)
+        if not _is_fresh_value(receiver):
+            held = cst.Call(cst.Attribute(held, cst.Name("clone")))
+        self.call_edits[id(node)] = held
+        self.record_rewrite()
+
+    def _read_held_values(self, statement, held: dict[str, Accumulator]) -> None:
+        """A report after a sync that stays put reads a held value where it stands."""
+        for name, value in held.items():
+            converter = "int" if value.integral else "float"
+            for node in _name_nodes(statement, name):
+                if _is_load(self.index, node):
+                    self.name_edits[id(node)] = cst.Call(
+                        cst.Name(converter), [cst.Arg(cst.Name(name))]
+                    )
+                    self.record_rewrite()
 
     def _rewrite_accumulation(self, reads) -> None:
         """``v += X.item()`` -> ``v += X.detach()`` (``X`` when it counts: no gradient);
@@ -1611,6 +1801,38 @@ def _counts(node: cst.CSTNode) -> bool:
 
 def _detached(receiver: cst.BaseExpression) -> cst.Call:
     return cst.Call(cst.Attribute(receiver, cst.Name("detach")))
+
+
+# Tensor methods whose result can share storage with their receiver.
+VIEW_METHODS = frozenset(
+    {"view", "view_as", "reshape", "reshape_as", "squeeze", "unsqueeze", "flatten", "t",
+     "transpose", "permute", "expand", "expand_as", "narrow", "select", "detach", "contiguous",
+     "as_strided", "unflatten", "movedim", "diagonal", "real", "imag"}
+)  # fmt: skip
+
+
+def _is_fresh_value(node: cst.BaseExpression) -> bool:
+    """``node`` computes a new tensor (``out.mean()``, ``clip_grad_norm_(...)``), not a view."""
+    if not isinstance(node, cst.Call):
+        return False
+    return not (isinstance(node.func, cst.Attribute) and node.func.attr.value in VIEW_METHODS)
+
+
+def _read_assignment_target(statement: cst.CSTNode, reads) -> str | None:
+    """``v`` of ``v = X.item()`` / ``v = float(X)``: one plain name assigned one read."""
+    if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
+        return None
+    small = statement.body[0]
+    if not (
+        isinstance(small, cst.Assign)
+        and len(small.targets) == 1
+        and isinstance(small.targets[0].target, cst.Name)
+        and len(reads) == 1
+        and reads[0][0] is small.value
+        and reads[0][1] in (".item()", "float(tensor)")
+    ):
+        return None
+    return small.targets[0].target.value
 
 
 def _accumulation_target(statement: cst.CSTNode) -> str | None:

@@ -20,7 +20,8 @@ pytestmark = [pytest.mark.xla, pytest.mark.usefixtures("xla_available")]
 FIXTURE = next(f for f in all_fixtures() if f.name == "item_logging_tqdm")
 SCRIPT = FIXTURE.run["script"]
 LOG_INTERVAL = 5  # the fixture's --log-interval default
-READS_PER_LOG = 2  # each logged step reads the loss twice: the progress bar and the print
+# each logged step reads the loss twice (the progress bar and the print) and the gradient norm once
+READS_PER_LOG = 3
 
 
 def _steps() -> int:
