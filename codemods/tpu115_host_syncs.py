@@ -62,6 +62,11 @@ class Accumulator:
     integral: bool  # every term counts things and the first value is an int literal
     statements: list[cst.SimpleStatementLine] = field(default_factory=list)
 
+    def read(self) -> cst.Call:
+        """Its value on the host: ``float(v)``, or ``int(v)`` for a count."""
+        converter = "int" if self.integral else "float"
+        return cst.Call(cst.Name(converter), [cst.Arg(cst.Name(self.name))])
+
 
 @dataclass
 class LoopPlan:
@@ -1463,12 +1468,9 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
     def _read_held_values(self, statement, held: dict[str, Accumulator]) -> None:
         """A report after a sync that stays put reads a held value where it stands."""
         for name, value in held.items():
-            converter = "int" if value.integral else "float"
             for node in _name_nodes(statement, name):
                 if _is_load(self.index, node):
-                    self.name_edits[id(node)] = cst.Call(
-                        cst.Name(converter), [cst.Arg(cst.Name(name))]
-                    )
+                    self.name_edits[id(node)] = value.read()
                     self.record_rewrite()
 
     def _rewrite_accumulation(self, reads) -> None:
@@ -1486,13 +1488,10 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
 
     def _convert_uses_outside(self, loop, function, accumulator: Accumulator) -> None:
         """Every read of the sum outside the loop takes its value once: ``float(total)``."""
-        converter = "int" if accumulator.integral else "float"
         for node in _name_nodes(function, accumulator.name):
             if self._inside(node, loop) or not _is_load(self.index, node):
                 continue
-            self.name_edits[id(node)] = cst.Call(
-                cst.Name(converter), [cst.Arg(cst.Name(node.value))]
-            )
+            self.name_edits[id(node)] = accumulator.read()
             self.record_rewrite()
 
     # ------------------------------------------------------------------ reports
@@ -1602,8 +1601,7 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
             name = node.value
             if name in accumulators:
                 params.setdefault(name, cst.Name(name))
-                converter = "int" if accumulators[name].integral else "float"
-                replacements[id(node)] = cst.Call(cst.Name(converter), [cst.Arg(cst.Name(name))])
+                replacements[id(node)] = accumulators[name].read()
             elif name in changing or name in tensors:
                 params.setdefault(name, cst.Name(name))
         body = _replace_nodes(call, replacements)

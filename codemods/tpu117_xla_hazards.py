@@ -1024,5 +1024,3 @@ def _dynamic_message(name: str) -> str:
 
 def _transfer_label(method: str) -> str:
     return '.to("cpu")' if method == "to" else f".{method}()"
-
-
