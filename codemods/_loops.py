@@ -368,22 +368,27 @@ class ModuleIndex:
         self, function: cst.FunctionDef, param: cst.Param
     ) -> list[cst.BaseExpression]:
         """What the calls of ``function`` in this module pass for ``param``."""
-        method = self.enclosing_class(function) is not None
+        passed = (self.argument_of(call, function, param) for call in self.calls_of(function))
+        return [value for value in passed if value is not None]
+
+    def argument_of(
+        self, call: cst.Call, function: cst.FunctionDef, param: cst.Param
+    ) -> cst.BaseExpression | None:
+        """What ``call`` (a call of ``function``) passes for ``param``: by keyword or by
+        position; None when it is not passed, or only through ``*args``."""
         positional = [*function.params.posonly_params, *function.params.params]
         index = next((i for i, p in enumerate(positional) if p is param), None)
-        if method and index is not None:
+        if self.enclosing_class(function) is not None and index is not None:
             index -= 1  # ``self.f(a)`` passes ``a`` as the second parameter
-        passed = []
-        for call in self.calls_of(function):
-            for position, arg in enumerate(call.args):
-                if arg.star:
-                    break
-                if arg.keyword is not None:
-                    if arg.keyword.value == param.name.value:
-                        passed.append(arg.value)
-                elif position == index:
-                    passed.append(arg.value)
-        return passed
+        for position, arg in enumerate(call.args):
+            if arg.star:
+                return None
+            if arg.keyword is not None:
+                if arg.keyword.value == param.name.value:
+                    return arg.value
+            elif position == index:
+                return arg.value
+        return None
 
     def calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
         """The calls of ``function`` in this module, in order: ``f(...)`` where ``f`` is bound to

@@ -123,8 +123,12 @@ class StepCode:
         function = index.owner(node)
         if not isinstance(function, cst.FunctionDef):
             return False
+        params = [*function.params.posonly_params, *function.params.params]
+        param = next((p for p in params if p.name.value == name), None)
+        if param is None:
+            return False
         for call in index.calls_of(function):
-            passed = argument_passed(call, function, name)
+            passed = index.argument_of(call, function, param)
             if passed is None:
                 continue
             for inner in walk_all(passed):
@@ -134,26 +138,6 @@ class StepCode:
                 ):
                     return True
         return False
-
-
-def argument_passed(
-    call: cst.Call, function: cst.FunctionDef, name: str
-) -> cst.BaseExpression | None:
-    """What ``call`` passes ``function``'s parameter ``name``: by keyword or by position
-    (``self`` not counted); None when it is not passed or comes through ``*args``."""
-    args = [arg for arg in call.args if not arg.star]
-    passed = next((a.value for a in args if a.keyword and a.keyword.value == name), None)
-    if passed is not None:
-        return passed
-    params = [*function.params.posonly_params, *function.params.params]
-    if params and params[0].name.value in {"self", "cls"}:
-        params = params[1:]
-    position = next((n for n, p in enumerate(params) if p.name.value == name), None)
-    if position is None or position >= len(args) or args[position].keyword is not None:
-        return None
-    if any(arg.star for arg in call.args[: position + 1]):
-        return None
-    return args[position].value
 
 
 def _called_closure(roots, callee: dict[int, cst.FunctionDef]) -> set[int]:
