@@ -23,9 +23,10 @@ that they see the evaluation regions as ``torch.no_grad()``, the spelling they k
 TPU116 (boolean-mask writes) is a local rewrite that depends on no other rule; it runs before
 TPU117 so that only the writes it could not make static are reported. TPU121 (moving slices ->
 ``index_select``) runs just before TPU117 for the same reason (TPU257 reports the slices it could
-not rewrite). TPU117 (XLA hazards) runs last: it reports on the code as it will be written (after ``.cuda()`` became ``.to(device)``, so
-it can re-tie shared weights right after that move, and after TPU115 moved the reads it can make
-static) and its markers are not disturbed by later statement edits.
+not rewrite). TPU117 (XLA hazards) runs last: it reports on the code as it will be written (after
+``.cuda()`` became ``.to(device)``, so it can re-tie shared weights right after that move, and
+after TPU115 moved the reads it can make static) and its markers are not disturbed by later
+statement edits.
 """
 
 from __future__ import annotations
