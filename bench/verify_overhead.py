@@ -4,8 +4,8 @@ For each case of a corpus laid out by its harness (``shared/corpus`` beside the 
 ``run.py`` and ``cases.py``, read where they are), this
 
 1. lays the case out in a temporary folder and migrates a copy with `tpu-migrate apply`;
-2. times the processes verify starts, each run plainly: the original on the CPU and again
-   (verify's noise run), with the case's CPU arguments (its accelerator path, which verify maps
+2. times the processes verify starts, each run plainly: the original on the CPU and again for
+   each of verify's noise runs, with the case's CPU arguments (its accelerator path, which verify maps
    to the CPU, needs a GPU when run plainly), and the migrated script on XLA:CPU with the
    accelerator arguments;
 3. times `tpu-migrate verify` with the same arguments and steps;
@@ -28,6 +28,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from migrate.verify.compare import NOISE_RUNS  # noqa: E402  (the bench runs from a checkout)
 
 
 def load_harness(corpus: Path):
@@ -49,9 +52,10 @@ def measure(harness, case, corpus_files: Path, tool: list[str], python: str, wor
     # The original runs plainly with the case's CPU arguments: its accelerator path (what verify
     # runs, CUDA mapped to the CPU) cannot run plainly without a GPU. The migrated script runs
     # with the accelerator arguments, as under verify.
+    noise_runs = [(f"noise-{i + 1}", workdir, False, case.args) for i in range(NOISE_RUNS)]
     for label, root, xla, args in (
         ("original", workdir, False, case.args),
-        ("noise", workdir, False, case.args),
+        *noise_runs,
         ("migrated", migrated, True, case.gpu_args),
     ):
         env = harness.clean_env(case, root, xla=xla)
@@ -93,9 +97,11 @@ def measure(harness, case, corpus_files: Path, tool: list[str], python: str, wor
     )
     seconds = time.time() - started
     total = sum(v for v in plain.values() if v) if all(plain.values()) else None
+    noise = [plain.pop(label) for label, *_ in noise_runs]
     return {
         "case": case.name,
         **plain,
+        "noise": round(sum(noise), 1) if all(noise) else None,
         "verify": round(seconds, 1),
         "exit": code,
         "ratio": (("<=" if bounded else "") + f"{seconds / total:.2f}") if total else None,

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from . import render
-from .compare import DIFFERENT, EQUIVALENT, FAILED, NOT_ON_XLA
+from .compare import DIFFERENT, EQUIVALENT, FAILED, NOISE_RUNS, NOT_ON_XLA
 from .session import Options, UsageError, verify
 
 EXIT_EQUIVALENT, EXIT_DIFFERENT, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_ON_XLA = 0, 1, 2, 3, 4
@@ -82,6 +82,14 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         "--fixed-tolerance",
         action="store_true",
         help="no noise run: judge by --rtol/--atol alone instead of bounds measured for the script",
+    )
+    parser.add_argument(
+        "--noise-runs",
+        type=int,
+        default=NOISE_RUNS,
+        metavar="N",
+        help=f"noise runs that measure the bounds, each nudged its own way; the largest drift "
+        f"counts (default: {NOISE_RUNS})",
     )
     parser.add_argument(
         "--migrated",
@@ -212,6 +220,7 @@ def parse(args: argparse.Namespace) -> Options:
         keep_temp=args.keep_temp,
         json_out=args.json,
         fixed_tolerance=args.fixed_tolerance,
+        noise_runs=args.noise_runs,
     )
 
 

@@ -20,15 +20,15 @@ def compare_params(
     rtol: float,
     atol: float,
     python: str,
-    noise: Path | None = None,
+    noises: list[Path] = (),
     multiplier: float = 0.0,
 ) -> dict:
     """The bootstrap's params_diff result; raises RuntimeError when the files cannot be compared."""
     if importlib.util.find_spec("torch") is not None:
         return _load_diff_module().diff(
-            str(original), str(migrated), rtol, atol, str(noise) if noise else None, multiplier
+            str(original), str(migrated), rtol, atol, [str(n) for n in noises], multiplier
         )
-    return compare_in_subprocess(original, migrated, rtol, atol, python, noise, multiplier)
+    return compare_in_subprocess(original, migrated, rtol, atol, python, noises, multiplier)
 
 
 def compare_in_subprocess(
@@ -37,7 +37,7 @@ def compare_in_subprocess(
     rtol: float,
     atol: float,
     python: str,
-    noise: Path | None = None,
+    noises: list[Path] = (),
     multiplier: float = 0.0,
 ) -> dict:
     """Same comparison with the interpreter that ran the script (this one may not have torch)."""
@@ -50,7 +50,7 @@ def compare_in_subprocess(
             str(migrated),
             repr(rtol),
             repr(atol),
-            *([str(noise), repr(multiplier)] if noise else []),
+            *([repr(multiplier), *map(str, noises)] if noises else []),
         ],
         capture_output=True,
         text=True,

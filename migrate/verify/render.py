@@ -57,14 +57,14 @@ def _title(report: Report) -> str:
 
 def _runs(report: Report) -> list[str]:
     lines = []
-    for label, run, where in (
-        ("original", report.original, "CPU"),
-        ("noise", report.noise, "CPU, nudged"),
-        ("migrated", report.migrated, "XLA:CPU"),
+    for run, where in (
+        (report.original, "CPU"),
+        *((noise, "CPU, nudged") for noise in report.noises),
+        (report.migrated, "XLA:CPU"),
     ):
         if run is None:
             continue
-        spec = run.spec
+        spec, label = run.spec, run.spec.name
         status = (
             "timed out"
             if run.timed_out
@@ -183,7 +183,7 @@ def to_json(report: Report) -> dict:
             "migrated_script": str(report.migrated_script) if report.migrated_script else None,
             "runs": {
                 run.spec.name: _run_json(run)
-                for run in (report.original, report.noise, report.migrated)
+                for run in (report.original, *report.noises, report.migrated)
                 if run
             },
             "failure": (

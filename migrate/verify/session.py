@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .compare import (
     FAILED,
+    NOISE_RUNS,
     NOT_ON_XLA,
     NUDGE,
     margin,
@@ -63,6 +64,7 @@ class Options:
     keep_temp: bool = False
     json_out: str | None = None  # where the command writes the JSON result ("-": stdout)
     fixed_tolerance: bool = False  # no noise run: the bounds are rtol/atol alone
+    noise_runs: int = NOISE_RUNS  # noise runs measuring the bounds (each with nudges of its own)
 
     @property
     def tolerance(self) -> Tolerance:
@@ -84,7 +86,7 @@ class Report:
     migrated_script: Path | None = None
     original: SideRun | None = None
     migrated: SideRun | None = None
-    noise: SideRun | None = None  # the original with its rounding nudged (see compare.NUDGE)
+    noises: list[SideRun] = field(default_factory=list)  # the original, nudged (compare.NUDGE)
     margin: dict | None = None  # the worst difference over its bound, and where
     rows: list[StepRow] = field(default_factory=list)
     params: dict | None = None
@@ -116,6 +118,8 @@ def check_options(options: Options) -> Options:
         raise UsageError(f"--cwd {options.cwd}: not a directory")
     if options.steps < 1:
         raise UsageError("--steps must be at least 1")
+    if options.noise_runs < 1:
+        raise UsageError("--noise-runs must be at least 1 (--fixed-tolerance runs none)")
     if options.timeout <= 0:
         raise UsageError("--timeout must be positive")
     if (options.rtol is not None and options.rtol < 0) or (
@@ -153,8 +157,9 @@ def _run(options: Options, report: Report, temp: Path) -> None:
         ),
         _spec(options, MIGRATED, layout.migrated_script, layout, layout.migrated, temp),
     ]
-    if not options.fixed_tolerance:
-        noise = _run_shadow(options, temp, "noise")
+    for index in range(0 if options.fixed_tolerance else options.noise_runs):
+        name = f"noise-{index + 1}"
+        noise = _run_shadow(options, temp, name)
         spec = _spec(
             options,
             ORIGINAL,
@@ -163,14 +168,15 @@ def _run(options: Options, report: Report, temp: Path) -> None:
             noise,
             temp,
             layout.adjustments,
-            trace="noise",
+            trace=name,
             perturb=NUDGE,
+            noise_index=index,
         )
-        spec.label, spec.essential = "noise", False
+        spec.label, spec.essential = name, False
         specs.append(spec)
     runs = run_sides(specs, options.timeout)
     report.original, report.migrated = runs[:2]
-    report.noise = runs[2] if len(runs) > 2 else None
+    report.noises = runs[2:]
     if _migrate_what_the_run_imported(options, report, layout):
         again = _spec(
             options,
@@ -190,12 +196,12 @@ def _run(options: Options, report: Report, temp: Path) -> None:
             report.notes.extend(failure_hints(run, options))
             return
     original_trace, migrated_trace = report.original.trace, report.migrated.trace
-    noise_trace = _usable_noise(options, report)
+    noise_runs = _usable_noise(options, report)
     report.rows = compare_losses(
         original_trace["steps"],
         migrated_trace["steps"],
         report.tolerance,
-        noise_trace["steps"] if noise_trace else None,
+        [run.trace["steps"] for run in noise_runs],
     )
     if migrated_trace.get("hygiene"):
         report.hygiene = summarize_hygiene(migrated_trace["hygiene"])
@@ -216,8 +222,8 @@ def _run(options: Options, report: Report, temp: Path) -> None:
             report.tolerance.rtol,
             report.tolerance.atol,
             options.python,
-            report.noise.params_path() if noise_trace else None,
-            report.tolerance.multiplier if noise_trace else 0.0,
+            [run.params_path() for run in noise_runs if run.params_path()],
+            report.tolerance.multiplier,
         )
     except (OSError, RuntimeError) as exc:
         report.failure = Failure("verify", f"could not compare the parameters: {exc}")
@@ -228,30 +234,40 @@ def _run(options: Options, report: Report, temp: Path) -> None:
     report.verdict = decide(report.rows, report.params, report.tolerance, strict)
 
 
-def _usable_noise(options: Options, report: Report) -> dict | None:
-    """The noise run's trace when it can measure the bounds; otherwise a note says why not."""
+def _usable_noise(options: Options, report: Report) -> list[SideRun]:
+    """The noise runs that can measure the bounds; a note says which could not, and why."""
     if options.fixed_tolerance:
         report.notes.append(
             f"fixed tolerance (--fixed-tolerance): rtol {report.tolerance.rtol:g}, "
             f"atol {report.tolerance.atol:g}, no noise run"
         )
-        return None
-    run = report.noise
+        return []
     wanted = len(report.original.trace["steps"])
-    if run is None or run.failure or run.trace is None or len(run.trace["steps"]) < wanted:
-        why = run.failure if run is not None and run.failure else "it did not reach every step"
+    usable = []
+    for run in report.noises:
+        if run.failure is None and run.trace is not None and len(run.trace["steps"]) >= wanted:
+            usable.append(run)
+            continue
+        why = run.failure or "it did not reach every step"
+        report.notes.append(f"the {run.spec.name} run could not measure the bounds ({why})")
+    if not usable:
         report.notes.append(
-            f"the noise run could not measure the bounds ({why}): rtol "
-            f"{report.tolerance.rtol:g} and atol {report.tolerance.atol:g} alone"
+            f"no noise run measured the bounds: rtol {report.tolerance.rtol:g} and atol "
+            f"{report.tolerance.atol:g} alone"
         )
         report.tolerance = replace(report.tolerance, multiplier=0.0)
-        return None
+        return []
     report.notes.append(
-        f"bounds measured by a noise run (the original with its parameters nudged by "
-        f"{NUDGE:.1e} relative at each step): atol {report.tolerance.atol:g} + rtol "
-        f"{report.tolerance.rtol:g} x |value| + {report.tolerance.multiplier:g} x its drift"
+        f"bounds measured by {_runs_words(len(usable))} (the original with its parameters nudged "
+        f"by {NUDGE:.1e} relative at each step, each run in its own directions): atol "
+        f"{report.tolerance.atol:g} + rtol {report.tolerance.rtol:g} x |value| + "
+        f"{report.tolerance.multiplier:g} x the largest drift"
     )
-    return run.trace
+    return usable
+
+
+def _runs_words(count: int) -> str:
+    return "a noise run" if count == 1 else f"{count} noise runs"
 
 
 def not_on_xla(trace: dict, hygiene) -> str | None:
@@ -387,11 +403,13 @@ def _spec(
     adjustments: list[dict] = (),
     trace: str | None = None,
     perturb: float = 0.0,
+    noise_index: int = 0,
 ) -> SideSpec:
     config = protocol.Config(
         side=side,
         trace_dir=str(temp / f"trace-{trace or side}"),
         perturb=perturb,
+        noise_index=noise_index,
         steps=options.steps,
         seed=options.seed,
         keep_dropout=options.keep_dropout,

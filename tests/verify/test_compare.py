@@ -152,6 +152,46 @@ def test_strict_failures_make_an_equivalent_run_different():
     assert verdict.verdict == DIFFERENT and verdict.strict_failures
 
 
+def test_the_largest_drift_of_the_noise_runs_sets_the_bound():
+    original = steps(1.0, 0.9, 0.8)
+    calm, wild = steps(1.0, 0.9, 0.8 + 1e-4), steps(1.0, 0.9 + 1e-5, 0.8 + 1e-3)
+    migrated = steps(1.0, 0.9, 0.8 + 5e-3)  # 5 x the wild run's drift, 50 x the calm one's
+    alone = compare_losses(original, migrated, FP32, [calm])
+    assert [row.noise for row in alone] == [0.0, 0.0, pytest.approx(1e-4)]
+    assert not alone[2].ok
+    both = compare_losses(original, migrated, FP32, [calm, wild])
+    assert [row.noise for row in both] == [0.0, pytest.approx(1e-5), pytest.approx(1e-3)]
+    assert all(row.ok for row in both)
+    assert both[2].bound == pytest.approx(1e-6 + 1e-5 * 0.8 + 10 * 1e-3)
+    # A drift that shrank later still counts, and no noise run means no measured part.
+    assert compare_losses(original, migrated, FP32, [steps(1.0, 1.0, 0.8)])[2].noise == pytest.approx(0.1)
+    assert compare_losses(original, migrated, FP32)[2].noise is None
+
+
+def test_parameter_bounds_take_the_largest_noise_run_drift(tmp_path):
+    torch = pytest.importorskip("torch")
+    from migrate.verify.params import compare_in_subprocess, compare_params
+
+    a = {"w": torch.ones(100)}
+    migrated = {"w": torch.ones(100) + 1e-3}  # ||a - b|| = 1e-2
+    calm = {"w": torch.ones(100) + 1e-5}  # ||a - n|| = 1e-4: bound about 1e-3
+    wild = {"w": torch.ones(100) + 1e-4}  # ||a - n|| = 1e-3: bound about 1e-2
+    paths = {}
+    for name, params in (("a", a), ("b", migrated), ("calm", calm), ("wild", wild)):
+        paths[name] = tmp_path / f"{name}.pt"
+        torch.save(params, paths[name])
+
+    def judged(*noises, compare=compare_params):
+        result = compare(paths["a"], paths["b"], 1e-5, 1e-6, sys.executable, noises, 10.0)
+        return result["tensors"][0]
+
+    assert not judged(paths["calm"])["ok"]
+    both = judged(paths["calm"], paths["wild"])
+    assert both["ok"] and both["noise"] == pytest.approx(1e-3, rel=1e-3)  # 1 + 1e-4 rounds in fp32
+    assert judged(paths["wild"], paths["calm"], compare=compare_in_subprocess) == both
+    assert judged()["noise"] == 0.0 and not judged()["ok"]
+
+
 def test_parameter_diff_judges_each_tensor_by_its_norm(tmp_path):
     torch = pytest.importorskip("torch")
     from migrate.verify.params import compare_in_subprocess, compare_params

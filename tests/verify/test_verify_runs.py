@@ -35,6 +35,9 @@ def test_correct_migration_is_equivalent(verify_cli):
     notes = "\n".join(result["notes"])
     assert "dropout disabled" in notes and "5 dropout call(s) in the original run" in notes
     assert "CUDA mapped to the CPU" in notes and "pin_memory" in notes
+    assert "bounds measured by 2 noise runs" in notes
+    assert {"original", "migrated", "noise-1", "noise-2"} == set(result["runs"])
+    assert "noise-2:" in outcome.out and "CPU, nudged" in outcome.out
     for header in ("step", "original loss", "migrated loss", "rel diff"):
         assert header in outcome.out
     assert "parameters: 4 tensors" in outcome.out

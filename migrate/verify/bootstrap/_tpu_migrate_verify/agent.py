@@ -38,7 +38,7 @@ def install(config: Config) -> None:
     if config.perturb:
         from . import perturb
 
-        perturb.install(config.perturb, config.seed)
+        perturb.install(config.perturb, config.seed, config.noise_index)
     atexit.register(write_if_it_trained)
 
 

@@ -1,9 +1,9 @@
 """Compare two saved parameter sets:
-``python -m _tpu_migrate_verify.params_diff A.pt B.pt RTOL ATOL [NOISE.pt MULTIPLIER]``.
+``python -m _tpu_migrate_verify.params_diff A.pt B.pt RTOL ATOL [MULTIPLIER NOISE.pt...]``.
 
 Each tensor is judged as a whole, by the L2 norm of the difference: it matches when
-||a - b|| <= atol + rtol * ||a|| + multiplier * ||a - n||, where n is the same tensor in the noise
-run (the original with its rounding nudged, see perturb.py). An element-wise test is too strict for
+||a - b|| <= atol + rtol * ||a|| + multiplier * max ||a - n||, where n is the same tensor in each
+noise run (the original with its rounding nudged, see perturb.py). An element-wise test is too strict for
 adaptive optimizers: an element whose gradient is almost zero (a sum that cancels) gets an Adam
 update that depends on the last bits of that gradient, and the noise run shows how far that goes.
 """
@@ -22,12 +22,12 @@ def diff(
     migrated_path: str,
     rtol: float,
     atol: float,
-    noise_path: str | None = None,
+    noise_paths: list[str] = (),
     multiplier: float = 0.0,
 ) -> dict:
     original = torch.load(original_path, map_location="cpu", weights_only=True)
     migrated = torch.load(migrated_path, map_location="cpu", weights_only=True)
-    noise = torch.load(noise_path, map_location="cpu", weights_only=True) if noise_path else {}
+    noises = [torch.load(path, map_location="cpu", weights_only=True) for path in noise_paths]
     result = {
         "count": len(original),
         "max_abs_diff": 0.0,  # largest element-wise |a - b|
@@ -46,8 +46,8 @@ def diff(
         if a.shape != b.shape:
             result["shape_mismatch"].append(f"{name}: {tuple(a.shape)} vs {tuple(b.shape)}")
             continue
-        n = noise.get(name)
-        n = n.double() if n is not None and n.shape == a.shape else None
+        same_tensor = [noise.get(name) for noise in noises]
+        n = [t.double() for t in same_tensor if t is not None and t.shape == a.shape]
         entry = _compare(name, a.double(), b.double(), rtol, atol, n, multiplier)
         result["tensors"].append(entry)
         if not entry["ok"]:
@@ -66,7 +66,7 @@ def _compare(
     b: torch.Tensor,
     rtol: float,
     atol: float,
-    noise: torch.Tensor | None,
+    noises: list[torch.Tensor],
     multiplier: float,
 ) -> dict:
     entry = {
@@ -78,9 +78,7 @@ def _compare(
     if not torch.equal(torch.isnan(a), torch.isnan(b)):
         return {**entry, "abs_diff": math.inf, "rel_diff": math.inf, "ratio": math.inf, "ok": False}
     finite = ~torch.isnan(a)
-    drift = 0.0
-    if noise is not None:
-        drift = _norm(torch.nan_to_num(a - noise)[finite])
+    drift = max((_norm(torch.nan_to_num(a - n)[finite]) for n in noises), default=0.0)
     a, b = a[finite], b[finite]
     if a.numel() == 0:
         return {**entry, "abs_diff": 0.0, "rel_diff": 0.0, "ratio": 0.0, "ok": True}
@@ -106,8 +104,8 @@ def _norm(t: torch.Tensor) -> float:
 
 def main() -> int:
     original, migrated, rtol, atol = sys.argv[1:5]
-    noise, multiplier = (sys.argv[5], float(sys.argv[6])) if len(sys.argv) > 6 else (None, 0.0)
-    result = diff(original, migrated, float(rtol), float(atol), noise, multiplier)
+    multiplier = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0
+    result = diff(original, migrated, float(rtol), float(atol), sys.argv[6:], multiplier)
     json.dump(result, sys.stdout, default=str)
     return 0
 

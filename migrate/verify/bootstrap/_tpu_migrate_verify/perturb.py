@@ -8,7 +8,9 @@ optimizer is built and after each step; how far its losses and parameters then d
 original run's is the yardstick the migrated run is judged by (see migrate/verify/compare.py).
 
 The nudges come from a generator of their own, so the run draws the same data and the same random
-numbers as the original.
+numbers as the original. Several noise runs draw different nudges (one generator seed per run index):
+in a chaotic loop how far a nudge carries depends on its direction, and one run alone can land on a
+direction that hardly grows.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ _NUDGES: "Nudges | None" = None
 
 
 class Nudges:
-    def __init__(self, relative: float, seed: int) -> None:
+    def __init__(self, relative: float, seed: int, index: int = 0) -> None:
         self.relative = relative
-        self.generator = torch.Generator().manual_seed(seed + 7919)
+        self.generator = torch.Generator().manual_seed(seed + 7919 * (index + 1))
 
     @torch.no_grad()
     def nudge(self, params) -> None:
@@ -42,11 +44,11 @@ class Nudges:
             )
 
 
-def install(relative: float, seed: int) -> None:
+def install(relative: float, seed: int, index: int = 0) -> None:
     global _NUDGES
     if _NUDGES is not None or relative <= 0:
         return
-    _NUDGES = Nudges(relative, seed)
+    _NUDGES = Nudges(relative, seed, index)
     init = torch.optim.Optimizer.__init__
 
     @functools.wraps(init)

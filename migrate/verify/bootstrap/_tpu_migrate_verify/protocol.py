@@ -42,8 +42,10 @@ class Config:
     protected: tuple = ()
     remap_imports: bool = False
     # > 0 in the noise run (the original side again, in its own trace folder): its parameters are
-    # nudged by this relative amount at each step (see perturb.py); 0 in the compared runs
+    # nudged by this relative amount at each step (see perturb.py); 0 in the compared runs.
+    # Each noise run draws its nudges from a generator of its own, chosen by its index.
     perturb: float = 0.0
+    noise_index: int = 0
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))
