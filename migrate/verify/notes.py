@@ -127,13 +127,21 @@ def _listed(counts: Counter, prefix: str) -> str:
 
 
 def _migrated_side_notes(options: Options, counts: Counter) -> list[str]:
-    """What xla_standins.py and rng_align.py did in the migrated run."""
+    """What xla_standins.py, inline_loader.py and rng_align.py did in the migrated run."""
     notes = []
     standins = _listed(counts, "xla-standin:")
     if standins:
         notes.append(
             "TPU runtime APIs that XLA:CPU cannot run were given CPU stand-ins in the migrated "
             f"run: {standins}"
+        )
+    inline = counts.get("inline-loader:ParallelLoader", 0)
+    if inline:
+        notes.append(
+            f"the migrated run's device loaders (pl.MpDeviceLoader/ParallelLoader x{inline}) read "
+            "each batch in the training thread when it is asked for, as the original's DataLoader "
+            "does, so the data's own random draws come in the original's order; on a TPU they "
+            "read ahead in a background thread"
         )
     if not options.align_rng:
         notes.append(

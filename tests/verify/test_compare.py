@@ -164,7 +164,9 @@ def test_the_largest_drift_of_the_noise_runs_sets_the_bound():
     assert all(row.ok for row in both)
     assert both[2].bound == pytest.approx(1e-6 + 1e-5 * 0.8 + 10 * 1e-3)
     # A drift that shrank later still counts, and no noise run means no measured part.
-    assert compare_losses(original, migrated, FP32, [steps(1.0, 1.0, 0.8)])[2].noise == pytest.approx(0.1)
+    assert compare_losses(original, migrated, FP32, [steps(1.0, 1.0, 0.8)])[
+        2
+    ].noise == pytest.approx(0.1)
     assert compare_losses(original, migrated, FP32)[2].noise is None
 
 

@@ -106,6 +106,26 @@ def test_instrumentation_does_not_start_the_xla_runtime(tmp_path):
     assert json.loads(proc.stdout.strip().splitlines()[-1]) is False
 
 
+def test_device_loader_reads_in_the_training_thread_so_draws_keep_their_order(verify_cli):
+    """The data draws from the global generator and the step draws device noise from it too (aligned):
+    MpDeviceLoader reading ahead in its thread would interleave the two by timing."""
+    outcome = verify_cli(
+        script("augmented_loader_cuda.py"),
+        "--migrated",
+        script("augmented_loader_xla.py"),
+        "--steps",
+        "6",
+        *FAST,
+    )
+    assert outcome.code == 0, outcome.out + outcome.err
+    assert all(step["rel_diff"] <= 1e-5 for step in outcome.result["steps"])
+    notes = "\n".join(outcome.result["notes"])
+    assert "device loaders (pl.MpDeviceLoader/ParallelLoader x1) read each batch in the" in notes
+    assert "randn x6" in notes
+    hygiene = outcome.result["hygiene"]
+    assert hygiene["executions_per_step"] == 1.0 and hygiene["compilations_after_warmup"] == 0
+
+
 def test_device_noise_each_step_is_equivalent_once_aligned(verify_cli):
     """DCGAN-style noise (randn(device=...)), soft labels (rand) and reparameterisation (randn_like)."""
     outcome = verify_cli(

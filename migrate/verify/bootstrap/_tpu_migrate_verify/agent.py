@@ -55,6 +55,12 @@ def install_xla(config: Config) -> None:
         rng_align.install(config, RECORDER.notes)
 
 
+def install_inline_loader(parallel_loader) -> None:
+    from . import inline_loader
+
+    inline_loader.install(parallel_loader, RECORDER.notes)
+
+
 def write_if_it_trained() -> None:
     """A process the script started that ran some steps but ended before the limit still reports them."""
     if RECORDER is not None and RECORDER.step and not RECORDER.written:

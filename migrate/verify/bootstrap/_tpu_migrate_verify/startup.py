@@ -39,6 +39,7 @@ def activate() -> None:
     _AFTER_IMPORT.register("torch", _on_torch)
     if config.side == MIGRATED:
         _AFTER_IMPORT.register("torch_xla", _on_torch_xla)
+        _AFTER_IMPORT.register("torch_xla.distributed.parallel_loader", _on_parallel_loader)
     sys.meta_path.insert(0, _AFTER_IMPORT)
     _stop_quietly_in_children()
 
@@ -57,6 +58,12 @@ def _on_torch_xla(torch_xla) -> None:
     from . import agent
 
     agent.install_xla(CONFIG)
+
+
+def _on_parallel_loader(parallel_loader) -> None:
+    from . import agent
+
+    agent.install_inline_loader(parallel_loader)
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
