@@ -9,6 +9,7 @@ import libcst as cst
 
 from ._facts import FileFacts
 from ._base import (
+    MARKER_PREFIX,
     XM,
     FindingDoc,
     Invalid,
@@ -18,6 +19,7 @@ from ._base import (
     code_of,
     statement_call,
     walk_all,
+    with_marker_comments,
 )
 from ._loops import (
     AUTOGRAD_FUNCTIONS,
@@ -34,6 +36,7 @@ from ._loops import (
 from ._statements import AppliesStatementEdits, Replacement
 
 PER_STEP_READ = "TPU241"
+PER_STEP_REPORT = "TPU242"
 
 SYNCS = ("torch_xla.sync", "torch_xla.torch_xla.sync", "torch_xla.core.xla_model.mark_step")
 SYNC_SPELLINGS = ("torch_xla.sync", "xm.mark_step")
@@ -117,6 +120,9 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         - Any other read inside the step (``if loss.item() < best:``,
           ``history.append(loss.item())``) is flagged TPU241. Reads outside training loops
           (evaluation loops, end-of-epoch summaries) are left alone.
+        - A report that runs in every step (under no condition) and reads several device
+          values stays as it is, after the step or in its closure, and is flagged TPU242: each
+          value is a copy of its own, every step.
 
         The rule runs last in the pipeline, after TPU102 has placed the step boundary and TPU103
         the device loaders: where the boundary is decides which reads are mid-step.
@@ -181,6 +187,19 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
 
     OPTIONS = {"log_every": 10}
     FINDINGS = {
+        PER_STEP_REPORT: FindingDoc(
+            "per-step report of several device values: one device->host copy for each, every step",
+            why="A report that runs in every step (print(... loss_d.item(), loss_g.item(), d_x "
+            "...)) copies each tensor it shows to the host on its own: each copy waits for the "
+            "device, and N values cost N round trips per step even after the step's graph has "
+            "run. The rule keeps the report where it is and as often as it runs (that is the "
+            "script's choice), and it cannot prove the values share one dtype and shape to pack "
+            "them.",
+            what_to_do="Report every N steps (if step % N == 0:), or pack the values into one "
+            "tensor before the step's torch_xla.sync() (shown = torch.stack([loss_d.detach(), "
+            "loss_g.detach(), d_x])) and read it once after it (loss_d, loss_g, d_x = "
+            "shown.tolist()): one copy per step, no extra graph.",
+        ),
         PER_STEP_READ: FindingDoc(
             "per-step host sync: a tensor is read on the host inside the training step",
             why="Reading a tensor's value (.item(), float(t), formatting or printing it, "
@@ -192,7 +211,7 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
             "in xm.add_step_closure(fn, args=(tensor,)) so it happens after the step's graph "
             "has run. Decisions on a tensor's value (early stopping, best-loss checks) belong "
             "at the end of an epoch, not in every step.",
-        )
+        ),
     }
     VALID = [
         Valid(
@@ -1035,13 +1054,16 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
             "        d_g_z = fake_out.mean().detach()\n"
             "        optG.step()\n"
             "        torch_xla.sync()\n"
+            "        # TODO(tpu-migrate): TPU242 per-step report of 3 device values (err_g.item(), "
+            "d_x, d_g_z): 3 device->host copies every step\n"
             '        print("[%d] Loss_G: %.4f D(x): %.4f D(G(z)): %.4f" % (i, err_g.item(), float('
             "d_x), float(d_g_z)))\n"
             "        if dry_run:\n"
             "            break\n",
-            findings=[],
+            findings=["TPU242"],
             why="dcgan: values read mid-step for the step's report stay on the device; the "
-            "report after a sync that stays put (a break follows it) reads them there",
+            "report after a sync that stays put (a break follows it) reads them there, and "
+            "as it reads three of them every step it is flagged",
         ),
         Invalid(
             "import torch\n"
@@ -1084,6 +1106,8 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
             "tep\n"
             "        loss_value = loss.item()\n"
             "        optimizer.step()\n"
+            "        # TODO(tpu-migrate): TPU242 per-step report of 2 device values (loss.item(), "
+            "grad_norm): 2 device->host copies every step\n"
             '        xm.add_step_closure(lambda step, loss, grad_norm: print(f"step {step} loss {l'
             'oss.item():.4f} grad {float(grad_norm):.3f}"), args=(step, loss, grad_norm))\n'
             "        history.append(loss_value)\n"
@@ -1100,10 +1124,11 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
             '            xm.add_step_closure(lambda step, temperature: print(f"step {step}: temper'
             'ature {float(temperature):.3f}"), args=(step, temperature))\n'
             "        torch_xla.sync()\n",
-            findings=["TPU241"],
+            findings=["TPU241", "TPU242"],
             why="a value read for a report stays on the device until the closure reads it (a "
             "clone when it may be a view of a tensor the step changes); one kept in a list is "
-            "flagged",
+            "flagged, and so is the closure that reads two values every step (not the one "
+            "under an interval condition)",
         ),
     ]
 
@@ -1239,10 +1264,12 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
                 continue
             if after_sync and not plan.sync_movable:
                 self._report_after_fixed_sync(statement, statement_reads)
+                self._flag_report_of_many(loop, statement, statement_reads, accumulators)
                 self._read_held_values(statement, held)
                 continue
             if self._is_report(statement) and self._reads_allowed(statement, statement_reads):
-                self._move_into_closure(plan, statement, accumulators)
+                marker = self._flag_report_of_many(loop, statement, statement_reads, accumulators)
+                self._move_into_closure(plan, statement, accumulators, marker)
                 moved_past_sync = moved_past_sync or after_sync
                 continue
             for node, what in statement_reads:
@@ -1529,7 +1556,29 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
     def _flag_read(self, node: cst.CSTNode, what: str) -> None:
         self.flag(node, PER_STEP_READ, f"per-step host sync: {what} inside the training step")
 
-    def _move_into_closure(self, plan: LoopPlan, statement, accumulators) -> None:
+    def _flag_report_of_many(self, loop, statement, reads, accumulators) -> str | None:
+        """A report that runs in every step (under no condition) and reads several device values
+        costs that many device->host copies per step, wherever it reads them. Returns the
+        finding's marker, for a closure that replaces the statement to carry."""
+        if not self._is_report(statement) or self._is_progress_bar(statement):
+            return None  # a progress bar is throttled, or each of its reads flagged
+        if any(isinstance(a, (cst.If, cst.Try)) for a in self._ancestors_within(statement, loop)):
+            return None
+        values = [code_of(node) for node, _ in reads] + [
+            name
+            for name in accumulators
+            if any(_is_load(self.index, node) for node in _name_nodes(statement, name))
+        ]
+        if len(values) < 2:
+            return None
+        message = (
+            f"per-step report of {len(values)} device values ({', '.join(values)}): "
+            f"{len(values)} device->host copies every step"
+        )
+        self.flag(statement_call(statement), PER_STEP_REPORT, message)
+        return f"{MARKER_PREFIX} {PER_STEP_REPORT} {message}"
+
+    def _move_into_closure(self, plan: LoopPlan, statement, accumulators, marker=None) -> None:
         loop = plan.loop
         call = statement_call(statement)
         assert call is not None
@@ -1547,6 +1596,8 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
                 return
         else:
             line = line.with_changes(leading_lines=statement.leading_lines)
+            if marker is not None:
+                line = with_marker_comments(line, [marker])
             self.edits.replace(statement, Replacement((line,)))
         self.require_import(XM)
         self.record_rewrite()
