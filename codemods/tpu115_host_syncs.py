@@ -98,8 +98,9 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
           ``correct += (pred == y).sum().item()``, ``running += loss.item() * x.size(0)``)
           stay on the device (``total += loss.detach()``, ``correct += (pred == y).sum()``);
           every later use outside the loop reads the value once, as ``float(total)`` (or
-          ``int(correct)`` for a count), and a reporting call inside the loop reads it in its
-          closure. When a use cannot be proven safe (the sum is compared, appended, returned
+          ``int(correct)`` for a count), a reporting call inside the loop reads it in its
+          closure, and a computation under the loop's interval condition reads it there, once
+          per interval (``cur_loss = float(total) / log_interval``). When a use cannot be proven safe (the sum is compared, appended, returned
           per step, reassigned or used by another function) nothing is rewritten and the read
           is flagged TPU241.
         - Progress-bar updates (``pbar.set_postfix(loss=loss.item())``,
@@ -1130,6 +1131,47 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
             "flagged, and so is the closure that reads two values every step (not the one "
             "under an interval condition)",
         ),
+        Invalid(
+            "import math\n"
+            "\n"
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train(model, batches, optimizer, criterion, log_interval):\n"
+            "    total_loss = 0.0\n"
+            "    for batch, (data, targets) in enumerate(batches):\n"
+            "        loss = criterion(model(data), targets)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        total_loss += loss.item()\n"
+            "        if batch % log_interval == 0 and batch > 0:\n"
+            "            cur_loss = total_loss / log_interval\n"
+            '            print(f"| {batch:5d} | loss {cur_loss:5.2f} | ppl {math.exp(cur_loss):8.2f}")\n'
+            "            total_loss = 0\n"
+            "        torch_xla.sync()\n",
+            "import math\n"
+            "\n"
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train(model, batches, optimizer, criterion, log_interval):\n"
+            "    total_loss = 0.0\n"
+            "    for batch, (data, targets) in enumerate(batches):\n"
+            "        loss = criterion(model(data), targets)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        total_loss += loss.detach()\n"
+            "        if batch % log_interval == 0 and batch > 0:\n"
+            "            cur_loss = float(total_loss) / log_interval\n"
+            '            print(f"| {batch:5d} | loss {cur_loss:5.2f} | ppl {math.exp(cur_loss):8.2f}")\n'
+            "            total_loss = 0\n"
+            "        torch_xla.sync()\n",
+            findings=[],
+            why="word_language_model: the interval's mean is computed from the sum before it "
+            "is reported; it reads the sum there, once per interval, and the step reads nothing",
+        ),
     ]
 
     def __init__(self, context) -> None:
@@ -1398,6 +1440,8 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
                     and not plan.sync_movable
                     and self.index.runs_after(plan.sync, statement)
                 )
+                if self._reads_at_interval(statement, loop):
+                    continue
                 if after_fixed_sync or not self._is_report(statement):
                     return False
                 if entry is not None and not self._reads_allowed(statement, entry[1]):
@@ -1514,12 +1558,28 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
             self.record_rewrite()
 
     def _convert_uses_outside(self, loop, function, accumulator: Accumulator) -> None:
-        """Every read of the sum outside the loop takes its value once: ``float(total)``."""
+        """Every read of the sum outside the loop takes its value once: ``float(total)``; so
+        does a computation from it at the loop's logging interval (``_reads_at_interval``)."""
         for node in _name_nodes(function, accumulator.name):
-            if self._inside(node, loop) or not _is_load(self.index, node):
+            if not _is_load(self.index, node):
                 continue
+            if self._inside(node, loop):
+                statement = self.index.statement_of(node)
+                if self._is_report(statement) or not self._reads_at_interval(statement, loop):
+                    continue
             self.name_edits[id(node)] = accumulator.read()
             self.record_rewrite()
+
+    def _reads_at_interval(self, statement, loop) -> bool:
+        """A plain statement (not a report) under the loop's interval condition, e.g.
+        ``cur_loss = total_loss / log_interval`` under ``if batch % log_interval == 0:``: it
+        reads the sum once per interval, where the report that follows needs the number."""
+        return (
+            isinstance(statement, cst.SimpleStatementLine)
+            and not self._is_report(statement)
+            and self._interval_guard(statement) is not None
+            and self.index.training_loop_of(statement) is loop
+        )
 
     # ------------------------------------------------------------------ reports
     def _is_report(self, statement: cst.CSTNode) -> bool:
