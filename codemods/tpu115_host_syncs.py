@@ -217,6 +217,29 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
     VALID = [
         Valid(
             "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "def train(model, get_batch, optimizer, log_interval, max_iters):\n"
+            "    iter_num = 0\n"
+            "    while True:\n"
+            "        x, y = get_batch()\n"
+            "        logits, loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        torch_xla.sync()\n"
+            "        optimizer.zero_grad(set_to_none=True)\n"
+            "        if iter_num % log_interval == 0:\n"
+            "            lossf = loss.item()\n"
+            '            print(f"iter {iter_num}: loss {lossf:.4f}")\n'
+            "        iter_num += 1\n"
+            "        if iter_num > max_iters:\n"
+            "            break\n",
+            why="nanoGPT: after a sync that stays put (a break follows), a read under the "
+            "logging interval costs one copy per interval and cuts no graph",
+        ),
+        Valid(
+            "import torch\n"
             "\n"
             "\n"
             "def evaluate(model, loader):\n"
@@ -1604,11 +1627,13 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         return all(self.index.statement_of(node) is statement for node, _ in reads)
 
     def _report_after_fixed_sync(self, statement, reads) -> None:
-        """After a sync that must stay put, a report reads values the sync computed: fine. A
-        per-step progress bar still reads every step: flag it."""
+        """After a sync that must stay put, a report reads values the sync computed: fine, and
+        so does any read under the loop's interval condition (``lossf = loss.item()`` under
+        ``if it % log_interval == 0:``): one copy per interval, no graph cut. A per-step
+        progress bar or any other per-step read still reads every step: flag it."""
         if self._is_report(statement) and not self._is_progress_bar(statement):
             return
-        if self._is_progress_bar(statement) and self._interval_guard(statement) is not None:
+        if self._interval_guard(statement) is not None:
             return
         for node, what in reads:
             self._flag_read(node, what)
