@@ -64,12 +64,48 @@ def test_sigkill_leaves_every_file_old_or_new(tmp_path):
     assert all(p.read_text().startswith(NEW_API) for p in root.glob("m*.py"))
 
 
+# Runs `tpu-migrate apply` that waits once the tenth file is written and reported (outside the
+# block where Ctrl-C is deferred): the Ctrl-C lands part-way through the run, however busy the
+# machine is, where a real one would.
+PAUSING_DRIVER = """
+import pathlib, sys, time
+import migrate.cli as cli
+
+reported = 0
+applied_text = cli.applied_text
+
+def report_then_wait(applied):
+    global reported
+    reported += 1
+    if reported == 10:
+        pathlib.Path(sys.argv[1]).write_text("paused")
+        time.sleep(600)
+    return applied_text(applied)
+
+cli.applied_text = report_then_wait
+sys.exit(cli.main(sys.argv[2:]))
+"""
+
+
 def test_ctrl_c_stops_and_says_what_was_written(tmp_path):
     root = tmp_path / "tree"
     root.mkdir()
     _tree(root)
-    proc = _start(root)
-    _wait_for_first_write(root, proc)
+    paused = tmp_path / "paused"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TPU_MIGRATE_CACHE_DIR": str(root / ".cache")}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PAUSING_DRIVER, str(paused), "apply", "-j", "1", "--no-cache"]
+        + [str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    deadline = time.time() + 300
+    while not paused.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert paused.exists(), proc.communicate()[1]
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole process group
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
@@ -78,4 +114,4 @@ def test_ctrl_c_stops_and_says_what_was_written(tmp_path):
     assert "Traceback" not in err
     written = [p for p in root.glob("m*.py") if p.read_text().startswith(NEW_API)]
     reported = int(err.split("interrupted: ")[1].split(" file(s)")[0])
-    assert reported == len(written)
+    assert reported == len(written) == 10
