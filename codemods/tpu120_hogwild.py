@@ -72,7 +72,9 @@ class Hogwild(TpuCodemod):
 
     VALID = [
         Valid(
-            "import torch\n\n" "model = Net()\n" "model.share_memory()\n",
+            "import torch\n\n"
+            "model = Net()\n"
+            "model.share_memory()\n",
             why="shared memory without multiprocessing workers: nothing Hogwild about it",
         ),
         Valid(

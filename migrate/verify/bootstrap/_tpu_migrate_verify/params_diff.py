@@ -3,9 +3,10 @@
 
 Each tensor is judged as a whole, by the L2 norm of the difference: it matches when
 ||a - b|| <= atol + rtol * ||a|| + multiplier * max ||a - n||, where n is the same tensor in each
-noise run (the original with its rounding nudged, see perturb.py). An element-wise test is too strict for
-adaptive optimizers: an element whose gradient is almost zero (a sum that cancels) gets an Adam
-update that depends on the last bits of that gradient, and the noise run shows how far that goes.
+noise run (the original with its rounding nudged, see perturb.py). An element-wise test is too
+strict for adaptive optimizers: an element whose gradient is almost zero (a sum that cancels) gets
+an Adam update that depends on the last bits of that gradient, and the noise runs show how far
+that goes.
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ optimizer is built and after each step; how far its losses and parameters then d
 original run's is the yardstick the migrated run is judged by (see migrate/verify/compare.py).
 
 The nudges come from a generator of their own, so the run draws the same data and the same random
-numbers as the original. Several noise runs draw different nudges (one generator seed per run index):
-in a chaotic loop how far a nudge carries depends on its direction, and one run alone can land on a
-direction that hardly grows.
+numbers as the original. Several noise runs draw different nudges (one generator seed per run
+index): in a chaotic loop how far a nudge carries depends on its direction, and one run alone can
+land on a direction that hardly grows.
 """
 
 from __future__ import annotations
