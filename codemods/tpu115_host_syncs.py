@@ -100,9 +100,9 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
           every later use outside the loop reads the value once, as ``float(total)`` (or
           ``int(correct)`` for a count), a reporting call inside the loop reads it in its
           closure, and a computation under the loop's interval condition reads it there, once
-          per interval (``cur_loss = float(total) / log_interval``). When a use cannot be proven safe (the sum is compared, appended, returned
-          per step, reassigned or used by another function) nothing is rewritten and the read
-          is flagged TPU241.
+          per interval (``cur_loss = float(total) / log_interval``). When a use cannot be
+          proven safe (the sum is compared, appended, returned per step, reassigned or used by
+          another function) nothing is rewritten and the read is flagged TPU241.
         - Progress-bar updates (``pbar.set_postfix(loss=loss.item())``,
           ``set_description(...)``) are throttled: they join the loop's own interval block
           (``if step % log_interval == 0:``) when it follows them, reuse its condition
@@ -112,8 +112,9 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         - When a rewritten read follows the loop's ``torch_xla.sync()`` (TPU102 places it right
           after the optimizer step), the sync moves to the end of the body, so each closure runs
           at the end of its own step (and the last one is not lost). It stays where it is when
-          a ``continue``/``break``/``return`` follows it; then reports after it are left alone
-          (they read values the sync already computed).
+          a ``continue``/``break``/``return`` follows it; then reports after it, and any read
+          under the loop's interval condition, are left alone (they read values the sync
+          already computed).
         - A value read into a variable mid-step (``d_x = output.mean().item()`` at the top of
           the loop body) whose only uses are later reports of the same step stays on the
           device (``d_x = output.mean().detach()``); the reports read it after the step, as
