@@ -33,10 +33,12 @@ from ._loops import (
     refers_to,
     walk_code,
 )
+from ._meters import from_device, kept_values, step_values
 from ._statements import AppliesStatementEdits, Replacement
 
 PER_STEP_READ = "TPU241"
 PER_STEP_REPORT = "TPU242"
+KEPT_DEVICE_VALUE = "TPU243"
 
 SYNCS = ("torch_xla.sync", "torch_xla.torch_xla.sync", "torch_xla.core.xla_model.mark_step")
 SYNC_SPELLINGS = ("torch_xla.sync", "xm.mark_step")
@@ -125,6 +127,10 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         - A report that runs in every step (under no condition) and reads several device
           values stays as it is, after the step or in its closure, and is flagged TPU242: each
           value is a copy of its own, every step.
+        - A call in the step that hands a device value to an object of a class of this file
+          which keeps it in attributes and formats them (``top1.update(acc1[0], n)`` on an
+          ``AverageMeter``) is flagged TPU243, naming the attributes: each one shown is a copy
+          of its own whenever the object is printed.
 
         The rule runs last in the pipeline, after TPU102 has placed the step boundary and TPU103
         the device loaders: where the boundary is decides which reads are mid-step.
@@ -201,6 +207,20 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
             "tensor before the step's torch_xla.sync() (shown = torch.stack([loss_d.detach(), "
             "loss_g.detach(), d_x])) and read it once after it (loss_d, loss_g, d_x = "
             "shown.tolist()): one copy per step, no extra graph.",
+        ),
+        KEPT_DEVICE_VALUE: FindingDoc(
+            "a meter object keeps a device value: each attribute it shows is a device->host copy",
+            why="top1.update(acc1[0], n) hands a tensor to an object of a class of this file "
+            "(an AverageMeter), which keeps it in self.val and, through arithmetic, in self.sum "
+            "and self.avg. The step reads nothing, but every time the object is formatted "
+            "(progress.display(), print(meter)) each attribute it shows is copied from the "
+            "device on its own: two meters showing val and avg cost four round trips per "
+            "display. The rule cannot change the class: other code may rely on what it keeps.",
+            what_to_do="Keep the meter on the device (self.sum += val * n costs nothing) and join "
+            "the reads where it is shown: pack the values the display formats into one tensor "
+            "after the step's sync and copy it once (shown = torch.stack([top1.val, top1.avg, "
+            "top5.val, top5.avg]).tolist()), then format those numbers: one copy per display "
+            "instead of one per value.",
         ),
         PER_STEP_READ: FindingDoc(
             "per-step host sync: a tensor is read on the host inside the training step",
@@ -348,6 +368,44 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
             "grad_norm = sum(p.grad.norm() ** 2 for p in model.parameters()).item()\n"
             'print(f"final loss {loss.item():.4f} grad norm {grad_norm:.3f}")\n',
             why="a training loop over parameters inside the step is bookkeeping, and its read is outside any step",
+        ),
+        Valid(
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "class Last:\n"
+            "    def update(self, val):\n"
+            "        self.val = val  # kept, but the class never formats it\n"
+            "\n"
+            "\n"
+            "class Shown:\n"
+            "    def update(self, val, n):\n"
+            "        self.val = float(val)\n"
+            "        self.n = n\n"
+            "\n"
+            "    def __repr__(self):\n"
+            '        return f"{self.val:.3f} over {self.n}"\n'
+            "\n"
+            "\n"
+            "def evaluate(model, loader, meter):\n"
+            "    with torch.no_grad():\n"
+            "        for images, target in loader:\n"
+            "            meter.update(model(images).mean(), 1)\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer, criterion):\n"
+            "    last, shown = Last(), Shown()\n"
+            "    for images, target in loader:\n"
+            "        loss = criterion(model(images), target)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        last.update(loss.detach())\n"
+            "        shown.update(images.size(0), n=len(target))\n"
+            "        torch_xla.sync()\n",
+            why="a meter that never formats what it keeps, and one handed host values (a "
+            "size, a count), cost no copies: neither is flagged, nor a meter of an evaluation "
+            "loop",
         ),
     ]
     INVALID = [
@@ -1196,6 +1254,92 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
             why="word_language_model: the interval's mean is computed from the sum before it "
             "is reported; it reads the sum there, once per interval, and the step reads nothing",
         ),
+        Invalid(
+            "import time\n"
+            "\n"
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "class AverageMeter(object):\n"
+            '    def __init__(self, name, fmt=":f"):\n'
+            "        self.name, self.fmt = name, fmt\n"
+            "        self.val = self.sum = self.count = self.avg = 0\n"
+            "\n"
+            "    def update(self, val, n=1):\n"
+            "        self.val = val\n"
+            "        self.sum += val * n\n"
+            "        self.count += n\n"
+            "        self.avg = self.sum / self.count\n"
+            "\n"
+            "    def __str__(self):\n"
+            '        return ("{name} {val" + self.fmt + "} ({avg" + self.fmt + "})").format(**self.__dict__)\n'
+            "\n"
+            "\n"
+            "def topk_accuracy(output, target):\n"
+            "    return [output.argmax(1).eq(target).float().mean() * 100.0]\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer, criterion, print_freq):\n"
+            '    batch_time, top1 = AverageMeter("Time"), AverageMeter("Acc@1", ":6.2f")\n'
+            "    end = time.time()\n"
+            "    for i, (images, target) in enumerate(loader):\n"
+            "        output = model(images)\n"
+            "        loss = criterion(output, target)\n"
+            "        acc1 = topk_accuracy(output, target)\n"
+            "        top1.update(acc1[0], images.size(0))\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        batch_time.update(time.time() - end, n=len(images))\n"
+            "        end = time.time()\n"
+            "        if i % print_freq == 0:\n"
+            "            print(batch_time, top1)\n"
+            "        torch_xla.sync()\n",
+            "import time\n"
+            "\n"
+            "import torch\n"
+            "import torch_xla\n"
+            "\n"
+            "\n"
+            "class AverageMeter(object):\n"
+            '    def __init__(self, name, fmt=":f"):\n'
+            "        self.name, self.fmt = name, fmt\n"
+            "        self.val = self.sum = self.count = self.avg = 0\n"
+            "\n"
+            "    def update(self, val, n=1):\n"
+            "        self.val = val\n"
+            "        self.sum += val * n\n"
+            "        self.count += n\n"
+            "        self.avg = self.sum / self.count\n"
+            "\n"
+            "    def __str__(self):\n"
+            '        return ("{name} {val" + self.fmt + "} ({avg" + self.fmt + "})").format(**self.__dict__)\n'
+            "\n"
+            "\n"
+            "def topk_accuracy(output, target):\n"
+            "    return [output.argmax(1).eq(target).float().mean() * 100.0]\n"
+            "\n"
+            "\n"
+            "def train(model, loader, optimizer, criterion, print_freq):\n"
+            '    batch_time, top1 = AverageMeter("Time"), AverageMeter("Acc@1", ":6.2f")\n'
+            "    end = time.time()\n"
+            "    for i, (images, target) in enumerate(loader):\n"
+            "        output = model(images)\n"
+            "        loss = criterion(output, target)\n"
+            "        acc1 = topk_accuracy(output, target)\n"
+            "        # TODO(tpu-migrate): TPU243 top1 (AverageMeter) keeps the device value acc1[0] in self.val, self.sum, self.avg: each one shown is a device->host copy whenever top1 is formatted\n"
+            "        top1.update(acc1[0], images.size(0))\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        batch_time.update(time.time() - end, n=len(images))\n"
+            "        end = time.time()\n"
+            "        if i % print_freq == 0:\n"
+            "            print(batch_time, top1)\n"
+            "        torch_xla.sync()\n",
+            findings=["TPU243"],
+            why="imagenet's AverageMeter: top1 keeps acc1[0], a device tensor, in val, sum and "
+            "avg, and formats them all; the meter of host times is not flagged",
+        ),
     ]
 
     def __init__(self, context) -> None:
@@ -1215,6 +1359,7 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
         loops = self._training_loops()
         self.training_loop_ids = {id(loop) for loop in loops}
         for loop in loops:
+            self._flag_kept_device_values(loop)
             plan = self._boundary(loop)
             if plan is not None and isinstance(loop.body, cst.IndentedBlock):
                 self._plan_loop(plan)
@@ -1638,6 +1783,26 @@ class HostSyncs(AppliesStatementEdits, TpuCodemod):
             return
         for node, what in reads:
             self._flag_read(node, what)
+
+    def _flag_kept_device_values(self, loop) -> None:
+        """Calls in the step that hand a device value to an object that keeps and shows it."""
+        device_names = step_values(loop, self._tensor_names(self.index.owner(loop)))
+
+        def is_device_value(value: cst.BaseExpression) -> bool:
+            return not _has_item(value) and from_device(value, device_names)
+
+        for node in walk_code(loop.body):
+            if not isinstance(node, cst.Call) or self.index.training_loop_of(node) is not loop:
+                continue
+            for kept in kept_values(self.index, node, is_device_value):
+                shown = ", ".join(f"self.{a}" for a in kept.attributes)
+                self.flag(
+                    node,
+                    KEPT_DEVICE_VALUE,
+                    f"{kept.meter} ({kept.cls}) keeps the device value {code_of(kept.value)} in "
+                    f"{shown}: each one shown is a device->host copy whenever {kept.meter} is "
+                    "formatted",
+                )
 
     def _flag_read(self, node: cst.CSTNode, what: str) -> None:
         self.flag(node, PER_STEP_READ, f"per-step host sync: {what} inside the training step")
