@@ -86,3 +86,11 @@ def test_codes_are_unique():
     codes = [rule.CODE for rule in codemods.PIPELINE]
     codes += [code for rule in codemods.PIPELINE for code in rule.FINDINGS]
     assert len(codes) == len(set(codes))
+
+
+@pytest.mark.parametrize("rule, case", INVALID_CASES)
+def test_invalid_case_is_idempotent(rule, case):
+    """A second run on the rule's own output changes nothing: ``apply`` can run again on a
+    migrated tree, and a marker is never added twice."""
+    output, _ = apply_rule(rule, case.after)
+    assert output == case.after
