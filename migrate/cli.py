@@ -21,7 +21,7 @@ import codemods
 from . import __version__
 from .cache import ResultCache, default_location
 from .config import Config, ConfigError, find_pyproject, load_config
-from .diff import unified_diff
+from .diff import result_diff
 from .discover import discover, display_path
 from .engine import FileResult, Selection, default_jobs, migrate_files
 from .pr import command as pr_command
@@ -206,9 +206,7 @@ def _cmd_diff(args) -> int:
         if result.error:
             terminal.error(error_line(result))
         elif result.changed:
-            terminal.diff(
-                unified_diff(result.source.text, result.new_text, display_path(result.path))
-            )
+            terminal.diff(result_diff(result, display_path(result.path)))
     for line in problems:
         terminal.error(line)
     summary = RunSummary.of(results, len(problems))

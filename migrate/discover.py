@@ -28,9 +28,10 @@ SKIPPED_DIRS = frozenset(
         "site-packages",
         "node_modules",
         ".eggs",
+        ".ipynb_checkpoints",  # Jupyter's autosaved copies of the notebooks beside it
     }
 )
-PYTHON_SUFFIXES = (".py",)
+PYTHON_SUFFIXES = (".py", ".ipynb")
 
 
 @dataclass
@@ -40,7 +41,7 @@ class Discovery:
 
 
 def discover(paths: Sequence[str | Path], exclude: Sequence[str] = ()) -> Discovery:
-    """Python files under ``paths`` (files or directories), de-duplicated, in a stable order.
+    """Python files and Jupyter notebooks under ``paths`` (files or directories), de-duplicated, in a stable order.
 
     A file named explicitly is taken even if git ignores it; directories are expanded with
     ``git ls-files`` (tracked + untracked-not-ignored) inside a work tree, by walking otherwise.

@@ -77,6 +77,13 @@ class FileResult:
             and self.new_text != self.source.text
         )
 
+    def cell_of(self, line: int) -> tuple[int, int] | None:
+        """(cell number from 1, line in the cell) of a line of a notebook's program; None for
+        a plain file."""
+        if self.source is None or self.source.notebook is None:
+            return None
+        return self.source.notebook.location(line)
+
     def new_bytes(self) -> bytes:
         assert self.source is not None and self.new_text is not None
         return self.source.encode(self.new_text)
@@ -266,6 +273,12 @@ def _run_rules(
     except RuleFailure as exc:
         result.error, result.error_line = f"internal error in rule {exc.code}: {exc}", exc.line
         return
+    if source.notebook is not None and new_text != source.text:
+        try:
+            source.notebook.cell_sources(new_text)  # every cell boundary and magic came back
+        except SourceError as exc:
+            result.error = str(exc)
+            return
     result.new_text = new_text
     result.applied = applied
     result.findings = findings

@@ -6,7 +6,7 @@ from typing import Sequence
 
 from .discover import display_path
 from .engine import FileResult
-from .report import MIGRATED_DEFINITION, RunSummary, Statistics, applied_text
+from .report import MIGRATED_DEFINITION, RunSummary, Statistics, applied_text, place
 
 
 def check_markdown(
@@ -17,7 +17,7 @@ def check_markdown(
     lines += _listing(
         "Findings for a human",
         [
-            f"`{display_path(r.path)}:{f.line}:{f.column}` **{f.code}** {_inline(f.message)}"
+            f"`{place(r, f.line, f.column)}` **{f.code}** {_inline(f.message)}"
             for r in results
             for f in r.findings
         ],
@@ -25,14 +25,12 @@ def check_markdown(
     lines += _listing(
         "Unused suppressions",
         [
-            f"`{display_path(r.path)}:{u.line}:{u.column}` {_inline(u.message)}"
+            f"`{place(r, u.line, u.column)}` {_inline(u.message)}"
             for r in results
             for u in r.unused_suppressions
         ],
     )
-    errors = [
-        f"`{display_path(r.path)}:{r.error_line}` {_inline(r.error)}" for r in results if r.error
-    ]
+    errors = [f"`{place(r, r.error_line)}` {_inline(r.error)}" for r in results if r.error]
     lines += _listing("Files that could not be processed", [*errors, *map(_inline, problems)])
     return "\n".join(lines).rstrip("\n") + "\n"
 

@@ -122,18 +122,31 @@ class RunSummary:
         return ", ".join(parts) + "."
 
 
+def place(result: FileResult, line: int, column: int | None = None) -> str:
+    """``path:line:column``, or ``nb.ipynb:cell 3:line 5`` in a notebook."""
+    path = display_path(result.path)
+    cell = result.cell_of(line)
+    if cell is not None:
+        return f"{path}:cell {cell[0]}:line {cell[1]}"
+    return f"{path}:{line}" if column is None else f"{path}:{line}:{column}"
+
+
 def error_line(result: FileResult) -> str:
-    return f"{display_path(result.path)}:{result.error_line}: {result.error}"
+    return f"{place(result, result.error_line)}: {result.error}"
 
 
 def finding_lines(result: FileResult) -> list[str]:
-    path = display_path(result.path)
-    return [f"{path}:{f.line}:{f.column}: {f.code} {f.message}" for f in result.findings]
+    return [f"{place(result, f.line, f.column)}: {f.code} {f.message}" for f in result.findings]
 
 
 def unused_suppression_lines(result: FileResult) -> list[str]:
-    path = display_path(result.path)
-    return [f"{path}:{u.line}:{u.column}: {u.message}" for u in result.unused_suppressions]
+    return [f"{place(result, u.line, u.column)}: {u.message}" for u in result.unused_suppressions]
+
+
+def located(result: FileResult, item: dict) -> dict:
+    """A finding's JSON with, in a notebook, the cell and the line within it."""
+    cell = result.cell_of(item["line"])
+    return item if cell is None else {**item, "cell": cell[0], "cell_line": cell[1]}
 
 
 def statistics_lines(results: Sequence[FileResult], summary: RunSummary) -> list[str]:
@@ -178,10 +191,12 @@ def check_json(results: Sequence[FileResult], summary: RunSummary) -> str:
             "path": display_path(result.path),
             "changed": result.changed,
             "applied": sorted(result.applied) if result.changed else [],
-            "findings": [f.to_dict() for f in result.findings],
+            "findings": [located(result, f.to_dict()) for f in result.findings],
             "error": error_line(result) if result.error else None,
             "statistics": Statistics.of(result).to_dict(),
-            "unused_suppressions": [u.to_dict() for u in result.unused_suppressions],
+            "unused_suppressions": [
+                located(result, u.to_dict()) for u in result.unused_suppressions
+            ],
         }
         for result in results
         if not result.skipped or result.error

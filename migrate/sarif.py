@@ -44,11 +44,11 @@ def check_sarif(
     for result in results:
         location = _artifact_location(result.path, root)
         if result.error:
-            notifications.append(_error_notification(result, location))
+            notifications += _in_cells(result, [_error_notification(result, location)])
             continue
         if result.skipped:
             continue
-        sarif_results += _file_results(result, location, index)
+        sarif_results += _in_cells(result, _file_results(result, location, index))
         artifacts.append(
             {
                 "location": location,
@@ -195,6 +195,22 @@ def _result(
         "message": {"text": message},
         "locations": [_physical_location(location, line, column)],
     }
+
+
+def _in_cells(result: FileResult, results: list[dict]) -> list[dict]:
+    """In a notebook, regions count lines within a cell, and the cell (from 1) is a property of
+    the location: SARIF has no notion of cells."""
+    for item in results:
+        physical = item["locations"][0]["physicalLocation"]
+        region = physical["region"]
+        cell = result.cell_of(region["startLine"])
+        if cell is None:
+            return results
+        if "endLine" in region:
+            region["endLine"] = max(result.cell_of(region["endLine"])[1], cell[1])
+        region["startLine"] = cell[1]
+        physical["properties"] = {"cell": cell[0], "lineInCell": cell[1]}
+    return results
 
 
 def _physical_location(location: dict, line: int, column: int = 1) -> dict:

@@ -11,6 +11,12 @@ import tempfile
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .notebook import Notebook
+
+NOTEBOOK_SUFFIX = ".ipynb"
 
 
 class SourceError(Exception):
@@ -28,6 +34,8 @@ class SourceFile:
     text: str  # decoded, without BOM; newlines exactly as in the file
     encoding: str
     bom: bool
+    # A Jupyter notebook: ``text`` is the program its code cells make (migrate/notebook.py).
+    notebook: "Notebook | None" = None
 
     @classmethod
     def read(cls, path: Path) -> "SourceFile":
@@ -35,7 +43,16 @@ class SourceFile:
             raw = path.read_bytes()
         except OSError as exc:
             raise SourceError(f"cannot read: {exc.strerror or exc}") from exc
+        if path.suffix == NOTEBOOK_SUFFIX:
+            return cls.from_notebook(path, raw)
         return cls.from_bytes(path, raw)
+
+    @classmethod
+    def from_notebook(cls, path: Path, raw: bytes) -> "SourceFile":
+        from .notebook import Notebook
+
+        notebook = Notebook.parse(raw)
+        return cls(path, raw, notebook.program, "utf-8", False, notebook)
 
     @classmethod
     def from_bytes(cls, path: Path, raw: bytes) -> "SourceFile":
@@ -58,7 +75,10 @@ class SourceFile:
         return cls(path=path, raw=raw, text=text, encoding=encoding, bom=bom)
 
     def encode(self, text: str) -> bytes:
-        """The bytes to write for ``text``, in this file's encoding and with its BOM."""
+        """The bytes to write for ``text``, in this file's encoding and with its BOM (for a
+        notebook: its JSON with the code cells taken from ``text``)."""
+        if self.notebook is not None:
+            return self.notebook.render(text)
         data = text.encode(self.encoding)
         return codecs.BOM_UTF8 + data if self.bom else data
 

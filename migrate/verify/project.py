@@ -9,7 +9,7 @@ from pathlib import Path
 import codemods
 
 from ..discover import Discovery, discover
-from ..engine import Selection, migrate_file, migrate_files
+from ..engine import FileResult, Selection, migrate_file, migrate_files
 from .shadow import Shadow
 
 NAMED_FILES = 12  # a note names this many migrated files, then counts the rest
@@ -84,7 +84,7 @@ def adjustments_for_given_migration(
     original run is then left as it is.
     """
     result = migrate_file(script, Selection.from_options())
-    adjustments = _with_paths(result.adjustments, script)
+    adjustments = _with_paths(result, script)
     codes = sorted({adjustment["code"] for adjustment in adjustments})
     if not codes:
         return [], [], []
@@ -103,7 +103,8 @@ def adjustment_notes(adjustments: list[dict], original_root: Path) -> list[str]:
     """One note per rule whose behaviour change the original run repeats."""
     places: dict[tuple[str, str], list[str]] = {}
     for adjustment in adjustments:
-        where = f"{_relative(Path(adjustment['path']), original_root)}:{adjustment['line']}"
+        line = adjustment.get("place", adjustment["line"])  # "cell 5:line 3" in a notebook
+        where = f"{_relative(Path(adjustment['path']), original_root)}:{line}"
         places.setdefault((adjustment["code"], adjustment["kind"]), []).append(where)
     return [
         f"the original run repeats what {code} changed, so both runs see the same batches: "
@@ -116,8 +117,15 @@ def adjustment_notes(adjustments: list[dict], original_root: Path) -> list[str]:
 ADJUSTMENT_WORDING = {"drop_last": "drop_last=True (the last partial batch is skipped)"}
 
 
-def _with_paths(adjustments, path: Path) -> list[dict]:
-    return [{**adjustment.to_dict(), "path": str(path.resolve())} for adjustment in adjustments]
+def _with_paths(result: FileResult, path: Path) -> list[dict]:
+    placed = []
+    for adjustment in result.adjustments:
+        item = {**adjustment.to_dict(), "path": str(path.resolve())}
+        cell = result.cell_of(adjustment.line)
+        if cell is not None:
+            item["place"] = f"cell {cell[0]}:line {cell[1]}"
+        placed.append(item)
+    return placed
 
 
 def migrate_copy(root: Path, script: Path, shadow: Shadow, files=None) -> MigratedCopy:
@@ -140,7 +148,7 @@ def migrate_copy(root: Path, script: Path, shadow: Shadow, files=None) -> Migrat
             copy.errors.append(f"{relative}:{result.error_line}: {result.error}")
             continue
         copy.findings += len(result.findings)
-        copy.adjustments += _with_paths(result.adjustments, path)
+        copy.adjustments += _with_paths(result, path)
         if result.changed:
             placed[path] = result.new_bytes()
             copy.changed[relative] = dict(result.applied)

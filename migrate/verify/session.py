@@ -27,6 +27,8 @@ from .compare import (
 from .notes import failure_hints, run_notes
 from .params import compare_params
 from ..discover import discover
+from ..notebook import Notebook
+from ..source import NOTEBOOK_SUFFIX, SourceError
 from .project import (
     MigratedCopy,
     adjustments_for_given_migration,
@@ -150,24 +152,33 @@ def verify(options: Options) -> Report:
 def _run(options: Options, report: Report, temp: Path) -> None:
     layout = _layout(options, report, temp)
     report.migrated_script = layout.migrated_script
-    original_script = layout.original.path(options.script)
+    notebook = _NotebookRuns.of(options, layout, report)
+    original_script = notebook.script(layout.original) if notebook else options.script
+    migrated_script = notebook.migrated_script if notebook else layout.migrated_script
     specs = [
         _spec(
-            options, ORIGINAL, original_script, layout, layout.original, temp, layout.adjustments
+            options,
+            ORIGINAL,
+            layout.original.path(original_script) if not notebook else original_script,
+            layout,
+            layout.original,
+            temp,
+            notebook.adjustments(original_script) if notebook else layout.adjustments,
         ),
-        _spec(options, MIGRATED, layout.migrated_script, layout, layout.migrated, temp),
+        _spec(options, MIGRATED, migrated_script, layout, layout.migrated, temp),
     ]
     for index in range(0 if options.fixed_tolerance else options.noise_runs):
         name = f"noise-{index + 1}"
         noise = _run_shadow(options, temp, name)
+        noise_script = notebook.script(noise) if notebook else noise.path(options.script)
         spec = _spec(
             options,
             ORIGINAL,
-            noise.path(options.script),
+            noise_script,
             layout,
             noise,
             temp,
-            layout.adjustments,
+            notebook.adjustments(noise_script) if notebook else layout.adjustments,
             trace=name,
             perturb=NUDGE,
             noise_index=index,
@@ -181,7 +192,7 @@ def _run(options: Options, report: Report, temp: Path) -> None:
         again = _spec(
             options,
             MIGRATED,
-            layout.migrated_script,
+            migrated_script,
             layout,
             layout.migrated,
             temp,
@@ -290,6 +301,53 @@ def _device_words(trace: dict) -> str:
         first = moves[0]
         return f"the model went to {first['device']} at {first['where']}"
     return "no module was moved to the XLA device (is torch_xla.device() used?)"
+
+
+@dataclass
+class _NotebookRuns:
+    """A notebook is run as the program its code cells make, written as a script beside it in
+    each run's shadow (its folder is a real folder there): line for line the program the rules
+    saw, with each IPython line a ``pass``."""
+
+    user_notebook: Path
+    original: str  # the original notebook's runnable program
+    migrated_script: Path  # the migrated notebook's, written in the migrated shadow
+    user_adjustments: list[dict]  # what the original run repeats, at the notebook's lines
+
+    @classmethod
+    def of(cls, options: Options, layout: "Layout", report: Report) -> "_NotebookRuns | None":
+        if options.script.suffix != NOTEBOOK_SUFFIX:
+            return None
+        try:
+            original = Notebook.parse(options.script.read_bytes())
+            migrated = Notebook.parse(layout.migrated_script.read_bytes())
+        except SourceError as exc:
+            raise UsageError(f"{options.script}: {exc}") from exc
+        migrated_script = _runnable_path(layout.migrated_script)
+        migrated_script.write_text(migrated.runnable(), encoding="utf-8")
+        report.notes.append(
+            "notebook: its code cells ran in order as one program on each side"
+            + (f"; left out: {'; '.join(original.skipped())}" if original.skipped() else "")
+        )
+        return cls(options.script, original.runnable(), migrated_script, layout.adjustments)
+
+    def script(self, shadow: Shadow) -> Path:
+        """The original program, written in ``shadow``; its path there."""
+        path = _runnable_path(shadow.path(self.user_notebook))
+        path.write_text(self.original, encoding="utf-8")
+        return path
+
+    def adjustments(self, script: Path) -> list[dict]:
+        """What the original run repeats, placed in the runnable program (same lines)."""
+        notebook = os.path.realpath(self.user_notebook)
+        return [
+            {**a, "path": str(script)} if os.path.realpath(a["path"]) == notebook else a
+            for a in self.user_adjustments
+        ]
+
+
+def _runnable_path(notebook: Path) -> Path:
+    return notebook.with_name(f".{notebook.stem}.tpu-migrate-run.py")
 
 
 @dataclass
