@@ -163,7 +163,12 @@ class Notebook:
         if order != expected or magic != len(self.magics):
             raise SourceError("a rule moved a cell boundary of the notebook: not rewritten")
         sources = {index: lines for index, lines in by_cell.items()}
-        head = [line for line in head if line.strip()]
+        # The rules see only the imports above the first marker: one a cell already has is not
+        # added again.
+        present = {
+            line.strip() for lines in by_cell.values() for line in lines if IMPORT_LINE.match(line)
+        }
+        head = [line for line in head if line.strip() and line.strip() not in present]
         if head:
             target = self._imports_cell(sources)
             if target is None:

@@ -217,3 +217,22 @@ def test_the_runnable_program_keeps_the_lines_of_the_program():
     assert "    " not in runnable.splitlines()[1] and "pass  # IPython: !nvidia-smi" in runnable
     assert nb.skipped() == ["cell 1, line 1: !nvidia-smi"]
     compile(runnable, "nb", "exec")
+
+
+def test_an_import_a_cell_already_has_is_not_added_again(notebook, capsys):
+    path = notebook(
+        [
+            "import torch\nfrom tqdm import tqdm\nimport torch_xla\n\ndevice = torch_xla.device()",
+            "def train(model, loader, optimizer):\n"
+            "    pbar = tqdm(loader)\n"
+            "    for x, y in pbar:\n"
+            "        loss = model(x).sum()\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        pbar.set_postfix(loss=loss.item())",
+        ]
+    )
+    run(capsys, "apply", "-j", "1", str(path))
+    first = "".join(cells_of(path)[1]["source"])
+    assert first.count("import torch_xla\n") == 1
+    assert "import torch_xla.core.xla_model as xm\n" in first and "LOG_EVERY = 10" in first
