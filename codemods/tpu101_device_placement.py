@@ -190,17 +190,6 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
 
     VALID = [
         Valid(
-            "import torch\n\n\n"
-            "class Device:\n"
-            "    def __init__(self, name):\n"
-            "        self.name = name\n\n"
-            "    def cuda(self):\n"
-            "        return Device('cuda')\n\n\n"
-            "dev = Device('cpu').cuda()\n"
-            "x = torch.ones(2).to(dev.name)\n",
-            why="a user's Device class with a cuda() method is not torch",
-        ),
-        Valid(
             "import torch\n\n"
             'print("using cuda")\n'
             'logger.info("moving the model to cuda")\n'
@@ -344,55 +333,6 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             why="old mnist: --no-cuda keeps its CPU path once the availability test goes",
         ),
         Invalid(
-            "import argparse\nimport torch\n\n\n"
-            "def main():\n"
-            "    parser = argparse.ArgumentParser()\n"
-            "    parser.add_argument('--no-accel', action='store_true')\n"
-            "    args = parser.parse_args()\n\n"
-            "    use_accel = not args.no_accel and torch.accelerator.is_available()\n\n"
-            "    torch.manual_seed(args.seed)\n\n"
-            "    if use_accel:\n"
-            "        device = torch.accelerator.current_accelerator()\n"
-            "    else:\n"
-            '        device = torch.device("cpu")\n\n'
-            "    train_kwargs = {'batch_size': args.batch_size}\n"
-            "    if use_accel:\n"
-            "        # loader settings for the accelerator\n"
-            "        accel_kwargs = {'num_workers': 1,\n"
-            "                        'pin_memory': True,\n"
-            "                        'shuffle': True}\n"
-            "        train_kwargs.update(accel_kwargs)\n"
-            "    model = Net().to(device)\n",
-            "import argparse\n"
-            "import torch\n"
-            "import torch_xla\n"
-            "\n"
-            "\n"
-            "def main():\n"
-            "    parser = argparse.ArgumentParser()\n"
-            "    parser.add_argument('--no-accel', action='store_true')\n"
-            "    args = parser.parse_args()\n"
-            "\n"
-            "    use_accel = not args.no_accel\n"
-            "\n"
-            "    torch.manual_seed(args.seed)\n"
-            "\n"
-            "    if use_accel:\n"
-            "        device = torch_xla.device()\n"
-            "    else:\n"
-            '        device = torch.device("cpu")\n'
-            "\n"
-            "    train_kwargs = {'batch_size': args.batch_size}\n"
-            "    if use_accel:\n"
-            "        # loader settings for the accelerator\n"
-            "        accel_kwargs = {'num_workers': 1,\n"
-            "                        'pin_memory': True,\n"
-            "                        'shuffle': True}\n"
-            "        train_kwargs.update(accel_kwargs)\n"
-            "    model = Net().to(device)\n",
-            why="pytorch/examples mnist (HEAD): use_accel ladder; --no-accel option stays",
-        ),
-        Invalid(
             "import torch\n\n"
             "# pick the device\n"
             "if torch.cuda.is_available():\n"
@@ -407,52 +347,6 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             "device = torch_xla.device()\n"
             "model = Net().to(device)\n",
             why="ladder with mps: the arms after the taken cuda arm disappear",
-        ),
-        Invalid(
-            "import torch\n\n\n"
-            "def main(args):\n"
-            "    use_cuda = not args.no_cuda and torch.cuda.is_available()\n"
-            "    use_mps = not args.no_mps and torch.backends.mps.is_available()\n"
-            "    if use_cuda:\n"
-            '        device = torch.device("cuda")\n'
-            "    elif use_mps:\n"
-            '        device = torch.device("mps")\n'
-            "    else:\n"
-            '        device = torch.device("cpu")\n'
-            "    train_kwargs = {'batch_size': args.batch_size}\n"
-            "    if use_cuda:  # only on the GPU\n"
-            "        cuda_kwargs = {'num_workers': 1, 'pin_memory': True}\n"
-            "        train_kwargs.update(cuda_kwargs)\n"
-            "        # end of GPU settings\n"
-            "    if use_cuda and args.distributed:\n"
-            "        setup(args)\n"
-            "    if not use_cuda:\n"
-            "        print('slow')\n"
-            "    return device\n",
-            "import torch\n"
-            "import torch_xla\n"
-            "\n"
-            "\n"
-            "def main(args):\n"
-            "    use_cuda = not args.no_cuda\n"
-            "    use_mps = not args.no_mps and torch.backends.mps.is_available()\n"
-            "    if use_cuda:\n"
-            "        device = torch_xla.device()\n"
-            "    elif use_mps:\n"
-            '        device = torch.device("mps")\n'
-            "    else:\n"
-            '        device = torch.device("cpu")\n'
-            "    train_kwargs = {'batch_size': args.batch_size}\n"
-            "    if use_cuda:  # only on the GPU\n"
-            "        cuda_kwargs = {'num_workers': 1, 'pin_memory': True}\n"
-            "        train_kwargs.update(cuda_kwargs)\n"
-            "        # end of GPU settings\n"
-            "    if use_cuda and args.distributed:\n"
-            "        setup(args)\n"
-            "    if not use_cuda:\n"
-            "        print('slow')\n"
-            "    return device\n",
-            why="mnist (2023): the availability tests go, the --no-cuda / --no-mps choices stay",
         ),
         Invalid(
             "import torch\n\n"
@@ -470,37 +364,6 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             "loader = DataLoader(ds, pin_memory=args.cuda)\n"
             "if args.cuda: model.to(torch_xla.device())\n",
             why="attribute flag: the availability test goes, the choice and its branches stay",
-        ),
-        Invalid(
-            "import torch\n\n\n"
-            "def main_worker(gpu, args):\n"
-            "    model = build()\n"
-            "    model.cuda(args.gpu)\n"
-            "    if torch.cuda.is_available():\n"
-            "        if args.gpu:\n"
-            "            device = torch.device('cuda:{}'.format(args.gpu))\n"
-            "        else:\n"
-            '            device = torch.device("cuda")\n'
-            "    elif torch.backends.mps.is_available():\n"
-            '        device = torch.device("mps")\n'
-            "    else:\n"
-            '        device = torch.device("cpu")\n'
-            "    criterion = nn.CrossEntropyLoss().cuda(args.gpu)\n\n\n"
-            "def train(loader, model, device):\n"
-            "    for images, target in loader:\n"
-            "        images = images.cuda(args.gpu, non_blocking=True)\n"
-            "        target = target.to('cuda', non_blocking=True)\n",
-            "import torch\nimport torch_xla\n\n\n"
-            "def main_worker(gpu, args):\n"
-            "    model = build()\n"
-            "    model.to(torch_xla.device())\n"
-            "    device = torch_xla.device()\n"
-            "    criterion = nn.CrossEntropyLoss().to(device)\n\n\n"
-            "def train(loader, model, device):\n"
-            "    for images, target in loader:\n"
-            "        images = images.to(device)\n"
-            "        target = target.to(device)\n",
-            why="imagenet: .cuda(gpu, non_blocking=True); `device` used only once it is bound",
         ),
         Invalid(
             "import torch\n\n"
@@ -570,54 +433,6 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             why="argparse device options; a --cuda store_true flag stays",
         ),
         Invalid(
-            "from dataclasses import dataclass\n\nimport torch\n\n\n"
-            "@dataclass\n"
-            "class TrainConfig:\n"
-            '    device: str = "cuda"\n'
-            "    lr: float = 1e-3\n\n\n"
-            'config = {"device": "cuda:0", "backend": "cuda"}\n'
-            'config["device"] = "cuda"\n'
-            "run = Trainer(device='cuda', name='cuda')\n\n\n"
-            'def evaluate(model, eval_device="cuda"):\n'
-            '    if "cuda" in str(eval_device) or eval_device.type in ("cuda", "mps"):\n'
-            "        model.half()\n",
-            "from dataclasses import dataclass\n\nimport torch\nimport torch_xla\n\n\n"
-            "@dataclass\n"
-            "class TrainConfig:\n"
-            '    device: str = "xla"\n'
-            "    lr: float = 1e-3\n\n\n"
-            'config = {"device": "xla", "backend": "cuda"}\n'
-            'config["device"] = "xla"\n'
-            "run = Trainer(device='xla', name='cuda')\n\n\n"
-            'def evaluate(model, eval_device="xla"):\n'
-            '    if "xla" in str(eval_device) or eval_device.type in ("xla", "mps"):\n'
-            "        model.half()\n",
-            why="device strings in configuration; unrelated 'cuda' values stay",
-        ),
-        Invalid(
-            "import os\nimport warnings\n\nimport torch\n\n\n"
-            'def resolve_device(name=os.environ.get("DEVICE", "auto")):\n'
-            '    if name == "auto":\n'
-            '        return "cuda" if torch.cuda.is_available() else "cpu"\n'
-            "    return name\n\n\n"
-            "def get_device():\n"
-            "    if torch.cuda.is_available():\n"
-            '        return torch.device("cuda")\n'
-            "    if torch.backends.mps.is_available():\n"
-            '        return torch.device("mps")\n'
-            '    warnings.warn("no GPU, falling back to the CPU")\n'
-            '    return torch.device("cpu")\n',
-            "import os\n\nimport torch\nimport torch_xla\n\n\n"
-            'def resolve_device(name=os.environ.get("DEVICE", "auto")):\n'
-            '    if name == "auto":\n'
-            "        return torch_xla.device()\n"
-            "    return name\n\n\n"
-            "def get_device():\n"
-            "    return torch_xla.device()\n",
-            why='"auto" resolution helpers; the code after the taken return goes, with the '
-            "import only it used",
-        ),
-        Invalid(
             "import torch\n\n"
             "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
             "if device == 'cuda':\n"
@@ -651,53 +466,6 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             why="torch.accelerator (PyTorch tutorials)",
         ),
         Invalid(
-            "import torch\n\n\n"
-            "class Trainer:\n"
-            "    def __init__(self, model):\n"
-            "        self.model = model.cuda()\n"
-            '        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            "        self.buffer = torch.zeros(4, device='cuda')\n\n"
-            "    def step(self, batch):\n"
-            "        x = batch.cuda(non_blocking=True)\n"
-            "        return self.model(x)\n",
-            "import torch\nimport torch_xla\n\n\n"
-            "class Trainer:\n"
-            "    def __init__(self, model):\n"
-            "        self.model = model.to(torch_xla.device())\n"
-            "        self.device = torch_xla.device()\n"
-            "        self.buffer = torch.zeros(4, device=self.device)\n\n"
-            "    def step(self, batch):\n"
-            "        x = batch.to(self.device)\n"
-            "        return self.model(x)\n",
-            why="a method uses self.device once __init__ has set it",
-        ),
-        Invalid(
-            "import torch\n\n"
-            "if not torch.cuda.is_available() and not torch.backends.mps.is_available():\n"
-            "    print('using CPU, this will be slow')\n"
-            "elif args.distributed:\n"
-            "    setup_ddp(args)\n"
-            "elif args.gpu is not None and torch.cuda.is_available():\n"
-            "    model = model.cuda(args.gpu)\n"
-            "elif torch.backends.mps.is_available():\n"
-            '    device = torch.device("mps")\n'
-            "    model = model.to(device)\n"
-            "else:\n"
-            "    model = torch.nn.DataParallel(model).cuda()\n",
-            "import torch\nimport torch_xla\n\n"
-            "if args.distributed:\n"
-            "    setup_ddp(args)\n"
-            "elif args.gpu is not None:\n"
-            "    model = model.to(torch_xla.device())\n"
-            "elif torch.backends.mps.is_available():\n"
-            '    device = torch.device("mps")\n'
-            "    model = model.to(device)\n"
-            "else:\n"
-            "    model = torch.nn.DataParallel(model).to(torch_xla.device())\n",
-            why="imagenet chain: a dead arm goes, an arm keeps its residual test, the `device` "
-            "bound in a sibling arm is not used",
-        ),
-        Invalid(
             "import torch\n\n"
             "def setup(args):\n"
             "    use_cuda = torch.cuda.is_available()\n"
@@ -717,21 +485,6 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         ),
         Invalid(
             "import torch\n\n\n"
-            "def main():\n"
-            "    # Device configuration\n"
-            "    use_gpu = torch.cuda.is_available()\n\n"
-            "    if use_gpu:\n"
-            "        print('GPU run')\n"
-            "    else:\n"
-            "        # CPU fallback\n"
-            "        print('CPU run')\n"
-            "    return 0\n",
-            "import torch\n\n\ndef main():\n    print('GPU run')\n    return 0\n",
-            why="the comment of a removed flag followed by a blank line goes with it; the dropped "
-            "else takes its own comments",
-        ),
-        Invalid(
-            "import torch\n\n\n"
             "def main(args):\n"
             "    # pick the device\n"
             "    use_cuda = torch.cuda.is_available()\n"
@@ -747,19 +500,6 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
         ),
         Invalid(
             "import torch\n\n\n"
-            "def main(seed):\n"
-            "    use_cuda = torch.cuda.is_available()\n\n"
-            "    # warn about slow CPU runs\n"
-            "    if not use_cuda:\n"
-            "        print('no gpu')\n\n"
-            "    model = Net()\n"
-            "    return model\n",
-            "import torch\n\n\ndef main(seed):\n    model = Net()\n    return model\n",
-            why="a removed flag and a removed branch: their comments go, no blank line is left "
-            "below the def",
-        ),
-        Invalid(
-            "import torch\n\n\n"
             "def to_device(batch):\n"
             "    return [t.cuda() for t in batch]\n\n\n"
             'device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")\n'
@@ -772,111 +512,6 @@ class DevicePlacement(AppliesStatementEdits, TpuCodemod):
             'if device.type == "xla":\n'
             "    torch.backends.cudnn.benchmark = True\n",
             why="module-level device seen from a function; device comparison takes the XLA path",
-        ),
-        Invalid(
-            "import torch\nfrom torch.cuda import is_available\n\n\n"
-            "def setup():\n"
-            "    if not is_available():\n"
-            "        raise SystemExit('needs a GPU')\n\n\n"
-            "def move(x, rank):\n"
-            "    torch.set_default_device('cuda')\n"
-            "    return x.to(\n"
-            '        f"cuda:{rank}",\n'
-            "        non_blocking=True,\n"
-            "    )\n",
-            "import torch\nimport torch_xla\n\n\n"
-            "def setup():\n"
-            "    pass\n\n\n"
-            "def move(x, rank):\n"
-            "    torch.set_default_device(torch_xla.device())\n"
-            "    return x.to(\n"
-            "        torch_xla.device(),\n"
-            "    )\n",
-            why="a guard that only refuses to run without CUDA goes, with the import it used; "
-            "a multi-line call keeps its layout",
-        ),
-        Invalid(
-            "import torch\n\n\n"
-            "class Worker:\n"
-            "    def __init__(self, rank):\n"
-            '        self.device = "cuda"\n'
-            "        self.weights = torch.ones(2).to(f'cuda:{rank}')\n\n"
-            "    def run(self, x):\n"
-            "        if self.device == 'cuda':\n"
-            "            x = x.cuda()\n"
-            "        return x\n",
-            "import torch\nimport torch_xla\n\n\n"
-            "class Worker:\n"
-            "    def __init__(self, rank):\n"
-            '        self.device = "xla"\n'
-            "        self.weights = torch.ones(2).to(self.device)\n\n"
-            "    def run(self, x):\n"
-            "        if self.device == 'xla':\n"
-            "            x = x.to(self.device)\n"
-            "        return x\n",
-            why="self.device set to a device string: the string becomes 'xla' and moves use it",
-        ),
-        Invalid(
-            "import inspect\nfrom contextlib import nullcontext\n\nimport torch\n\n"
-            "device = 'cuda'  # or 'cpu', from --device=...\n"
-            "device_type = 'cuda' if 'cuda' in device else 'cpu'\n"
-            "fused_available = 'fused' in inspect.signature(torch.optim.AdamW).parameters\n"
-            "use_fused = fused_available and device_type == 'cuda'\n"
-            "extra_args = dict(fused=True) if use_fused else dict()\n"
-            "optimizer = torch.optim.AdamW(groups, lr=lr, betas=betas, **extra_args)\n"
-            "ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast("
-            "device_type=device_type, dtype=ptdtype)\n",
-            "import inspect\nfrom contextlib import nullcontext\n\n"
-            "import torch\nimport torch_xla\n\n"
-            "device = 'xla'  # or 'cpu', from --device=...\n"
-            "device_type = 'xla' if 'xla' in device else 'cpu'\n"
-            "fused_available = 'fused' in inspect.signature(torch.optim.AdamW).parameters\n"
-            "use_fused = fused_available and device_type == 'cuda'\n"
-            "extra_args = dict(fused=True) if use_fused else dict()\n"
-            "optimizer = torch.optim.AdamW(groups, lr=lr, betas=betas, **extra_args)\n"
-            "ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast("
-            "device_type=device_type, dtype=ptdtype)\n",
-            why="nanoGPT: the device type follows the configured string (XLA by default, the CPU "
-            "for --device=cpu); the fused decision stays about CUDA, so no fused=True on XLA",
-        ),
-        Invalid(
-            "import argparse\nimport torch\n\n"
-            "parser = argparse.ArgumentParser()\n"
-            "parser.add_argument('--device', default='cuda')\n"
-            "args = parser.parse_args()\n"
-            "device = torch.device(args.device)\n"
-            "opt = torch.optim.AdamW(\n"
-            "    params, lr=1e-3, fused=device.type == 'cuda', foreach=device.type == 'cuda'\n"
-            ")\n"
-            "sgd = torch.optim.SGD(params, lr=0.1, fused=True)\n"
-            "adam = torch.optim.Adam(params, fused=True,)\n"
-            "kwargs = {'fused': 'cuda' in args.device}\n"
-            "if args.device.startswith('cuda'):\n"
-            "    kwargs['fused'] = True\n"
-            "use_fused = torch.cuda.is_available()\n"
-            "extra = dict(fused=True) if torch.cuda.is_available() else {}\n"
-            "if device.type == 'cuda':\n"
-            "    torch.backends.cudnn.benchmark = True\n",
-            "import argparse\nimport torch\nimport torch_xla\n\n"
-            "parser = argparse.ArgumentParser()\n"
-            "parser.add_argument('--device', default='xla')\n"
-            "args = parser.parse_args()\n"
-            "device = torch.device(args.device)\n"
-            "opt = torch.optim.AdamW(\n"
-            "    params, lr=1e-3, fused=device.type == 'cuda', foreach=device.type == 'xla'\n"
-            ")\n"
-            "sgd = torch.optim.SGD(params, lr=0.1)\n"
-            "adam = torch.optim.Adam(params,)\n"
-            "kwargs = {'fused': 'cuda' in args.device}\n"
-            "if args.device.startswith('cuda'):\n"
-            "    kwargs['fused'] = True\n"
-            "use_fused = torch.cuda.is_available()\n"
-            "extra = dict(fused=True) if torch.cuda.is_available() else {}\n"
-            "if device.type == 'xla':\n"
-            "    torch.backends.cudnn.benchmark = True\n",
-            why="--device option: fused decisions of every form keep asking about CUDA and "
-            "fused=True goes (XLA has no fused kernel); foreach, which XLA runs, takes the XLA "
-            "path",
         ),
         Invalid(
             "import torch\n\n"

@@ -393,14 +393,6 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
             why="names imported from torch.cuda; the device argument is dropped",
         ),
         Invalid(
-            "import torch\n\n\ndef cleanup(model):\n    del model\n"
-            "    torch.cuda.empty_cache()\n    torch.cuda.reset_peak_memory_stats()\n"
-            "    torch.cuda.reset_max_memory_allocated()\n    torch.cuda.ipc_collect()\n"
-            "    torch.cuda.init()\n    return torch.zeros(1)\n",
-            "import torch\n\n\ndef cleanup(model):\n    del model\n    return torch.zeros(1)\n",
-            why="memory housekeeping calls are no-ops on XLA",
-        ),
-        Invalid(
             "import torch\n\n\ndef main_worker(gpu, args):\n    if args.gpu is not None:\n"
             "        torch.cuda.set_device(args.gpu)\n    return torch.zeros(1)\n",
             "import torch\n\n\ndef main_worker(gpu, args):\n    if args.gpu is not None:\n"
@@ -414,32 +406,10 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
             why="one-line suites and semicolon-separated statements",
         ),
         Invalid(
-            "import torch\n\n\ndef evaluate(model):\n    model.eval()\n\n"
-            "    # free the training activations first\n    torch.cuda.empty_cache()\n"
-            "    out = model(x)\n    # release the cache again\n    torch.cuda.empty_cache()\n"
-            "    return out\n\n\ndef teardown():\n    # done: hand memory back\n"
-            "    torch.cuda.empty_cache()\n",
-            "import torch\n\n\ndef evaluate(model):\n    model.eval()\n\n"
-            "    # free the training activations first\n    out = model(x)\n    return out\n\n\n"
-            "def teardown():\n    pass\n",
-            why="a comment above a deleted statement stays above a statement that follows "
-            "directly; it goes with the statement when a return or the end of the block follows",
-        ),
-        Invalid(
             "import torch\n\n\ndef finish(model):\n    model.eval()\n    # last: drop the cache\n"
             "    torch.cuda.empty_cache()\n\n\nx = 1\n",
             "import torch\n\n\ndef finish(model):\n    model.eval()\n\n\nx = 1\n",
             why="the comment above a deleted last statement goes with it",
-        ),
-        Invalid(
-            "import torch\n\n\ndef main(args):\n    torch.manual_seed(args.seed)\n\n"
-            "    # let cudnn pick the fastest conv algorithms for our fixed input size\n"
-            "    torch.backends.cudnn.benchmark = True\n\n"
-            "    model = build_model(args)\n    return model\n",
-            "import torch\n\n\ndef main(args):\n    torch.manual_seed(args.seed)\n\n"
-            "    model = build_model(args)\n    return model\n",
-            why="a comment followed by its statement and a blank line described that statement "
-            "alone: it goes with it, and the blank lines around it do not pile up",
         ),
         Invalid(
             "import torch\n\n# determinism settings for the run\n"
@@ -448,33 +418,6 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
             "import torch\n\n# determinism settings for the run\n"
             "torch.use_deterministic_algorithms(True)\n",
             why="a comment above a group of statements stays above what is left of the group",
-        ),
-        Invalid(
-            "import torch\n\n\ndef setup():\n    model = Net()\n\n"
-            "    # speed up the convolutions\n    torch.backends.cudnn.benchmark = True\n"
-            "    torch.backends.cudnn.deterministic = False\n\n    return model\n",
-            "import torch\n\n\ndef setup():\n    model = Net()\n\n    return model\n",
-            why="a whole commented group deleted: its comment goes too",
-        ),
-        Invalid(
-            "import torch\n\n\nclass Trainer:\n    def train_epoch(self, epoch):\n"
-            "        for x in self.loader:\n            self.step(x)\n"
-            '        print(f"epoch {epoch} done")\n\n'
-            "        # release cached blocks between epochs (helps when other jobs share the GPU)\n"
-            "        torch.cuda.empty_cache()\n        return self.losses.avg\n",
-            "import torch\n\n\nclass Trainer:\n    def train_epoch(self, epoch):\n"
-            "        for x in self.loader:\n            self.step(x)\n"
-            '        print(f"epoch {epoch} done")\n\n        return self.losses.avg\n',
-            why="a comment above a deleted statement does not move onto the return after it",
-        ),
-        Invalid(
-            "import torch\n\n\ndef shutdown(model):\n    model.cpu()\n    # --- cleanup ---\n\n"
-            "    # hand cached memory back to the driver\n    torch.cuda.empty_cache()\n\n\n"
-            "x = 1\n",
-            "import torch\n\n\ndef shutdown(model):\n    model.cpu()\n    # --- cleanup ---\n\n\n"
-            "x = 1\n",
-            why="a deleted last statement: its own comment goes, a comment further up stays at "
-            "the end of the block",
         ),
         Invalid(
             "import torch\n\n\ndef main_worker(gpu, args):\n    torch.cuda.set_device(gpu)\n\n"
@@ -704,18 +647,6 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
             why="a marker on a file's first statement is not repeated (it parses into the header)",
         ),
         Invalid(
-            "import torch\n\n\ndef train(model, loader, opt):\n    for epoch in range(3):\n"
-            "        for x, y in loader:\n            opt.zero_grad()\n"
-            "            loss = model(x, y)\n            loss.backward()\n            opt.step()\n"
-            "            torch.cuda.synchronize()\n        torch.cuda.synchronize()\n",
-            "import torch\nimport torch_xla.core.xla_model as xm\n\n\n"
-            "def train(model, loader, opt):\n    for epoch in range(3):\n"
-            "        for x, y in loader:\n            opt.zero_grad()\n"
-            "            loss = model(x, y)\n            loss.backward()\n            opt.step()\n"
-            "        xm.wait_device_ops()\n",
-            why="per-step synchronize is deleted; the per-epoch one waits",
-        ),
-        Invalid(
             "import torch\n\n\ndef train(model, loader, opt):\n"
             "    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
             "        opt.step()\n        if step % 100 == 0:\n"
@@ -724,18 +655,6 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
             "    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
             "        opt.step()\n        if step % 100 == 0:\n            pass\n",
             why="a periodic untimed wait inside the training loop is deleted too",
-        ),
-        Invalid(
-            "import time\n\nimport torch\n\n\ndef train(model, loader, opt):\n"
-            "    for x, y in loader:\n        t0 = time.perf_counter()\n"
-            "        model(x, y).backward()\n        opt.step()\n        torch.cuda.synchronize()\n"
-            "        print(time.perf_counter() - t0)\n",
-            "import time\n\nimport torch\nimport torch_xla.core.xla_model as xm\n\n\n"
-            "def train(model, loader, opt):\n"
-            "    for x, y in loader:\n        t0 = time.perf_counter()\n"
-            "        model(x, y).backward()\n        opt.step()\n        xm.wait_device_ops()\n"
-            "        print(time.perf_counter() - t0)\n",
-            why="a timed training step keeps its wait",
         ),
     ]
 

@@ -181,12 +181,6 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
             why="another library's scaler with look-alike methods",
         ),
         Valid(
-            "class Scaler:\n    def scale(self, x):\n        return x\n\n    def step(self, opt):\n"
-            "        opt.step()\n\n\nscaler = Scaler()\nscaler.scale(loss).backward()\n"
-            "scaler.step(opt)\n",
-            why="a user's own class",
-        ),
-        Valid(
             "def autocast(device):\n    return device\n\n\nwith autocast('cuda'):\n    pass\n",
             why="a user's own function called autocast",
         ),
@@ -257,22 +251,6 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
             "    loss.backward()\n    optimizer.step()\n",
         ),
         Invalid(
-            "from torch.cuda.amp import GradScaler, autocast\n\n"
-            "scaler = GradScaler(enabled=args.amp)\n\n\ndef train_step(x, y):\n"
-            "    with autocast(enabled=args.amp):\n        loss = criterion(model(x), y)\n"
-            "    # unscale before clipping\n    scaler.scale(loss).backward()\n"
-            "    scaler.unscale_(optimizer)\n"
-            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
-            "    scaler.step(optimizer)\n    scaler.update()\n    return loss\n",
-            "import torch\n\n\ndef train_step(x, y):\n"
-            '    with torch.autocast("xla", dtype=torch.bfloat16, enabled=args.amp):\n'
-            "        loss = criterion(model(x), y)\n"
-            "    # unscale before clipping\n    loss.backward()\n"
-            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
-            "    optimizer.step()\n    return loss\n",
-            why="a conditional scaler used from a function; the comment above stays",
-        ),
-        Invalid(
             "import torch\n\nscaler = torch.amp.GradScaler('cuda', init_scale=2.0**14)\n"
             "loss = torch.nn.functional.mse_loss(y, target)\n"
             "scaler.scale(loss).backward(retain_graph=True)\nscaler.step(opt, closure)\n"
@@ -286,33 +264,6 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
             "scaler.step(opt); scaler.update()\ntorch.save(model.state_dict(), path)\n",
             "import torch\n\nloss.backward()\nopt.step()\ntorch.save(model.state_dict(), path)\n",
             why="device held in a variable; a; b lines",
-        ),
-        Invalid(
-            "import torch\n\nscaler = torch.cuda.amp.GradScaler() if args.amp else None\n"
-            "if scaler is not None:\n    scaler.scale(loss).backward()\n"
-            "    scaler.step(optimizer)\n    scaler.update()\n"
-            "else:\n    loss.backward()\n    optimizer.step()\ntorch.save(model.state_dict(), path)\n",
-            "import torch\n\nloss.backward()\noptimizer.step()\ntorch.save(model.state_dict(), path)\n",
-            why="the branch without a scaler is the one that stays",
-        ),
-        Invalid(
-            "import torch\n\nscaler = None\nif args.amp:\n    scaler = torch.cuda.amp.GradScaler()\n"
-            "\nif scaler:\n    scaler.scale(loss).backward()\nelse:\n    loss.backward()\n"
-            "if scaler is None:\n    optimizer.step()\nelse:\n    scaler.step(optimizer)\n"
-            "    scaler.update()\ntorch.save(model.state_dict(), path)\n",
-            "import torch\n\nloss.backward()\noptimizer.step()\ntorch.save(model.state_dict(), path)\n",
-            why="a None default; an if left empty goes",
-        ),
-        Invalid(
-            "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"
-            "torch.save(\n    {\n        'model': model.state_dict(),\n"
-            "        'optimizer': optimizer.state_dict(),\n        'scaler': scaler.state_dict(),\n"
-            "    },\n    path,\n)\n",
-            "import torch\n\n"
-            "torch.save(\n    {\n        'model': model.state_dict(),\n"
-            "        'optimizer': optimizer.state_dict(),\n"
-            "    },\n    path,\n)\n",
-            why="the scaler entry of a checkpoint is no longer saved",
         ),
         Invalid(
             "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"
@@ -333,18 +284,6 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
             "    model.load_state_dict(ckpt['model'])\n"
             "    start_epoch = ckpt['epoch'] + 1\n",
             why="resuming ignores the scaler entry of old checkpoints",
-        ),
-        Invalid(
-            "import torch\n\n\nclass Trainer:\n    def __init__(self, model, opt):\n"
-            "        self.opt = opt\n        self.scaler = torch.cuda.amp.GradScaler()\n\n"
-            "    def step(self, loss):\n        self.scaler.scale(loss).backward()\n"
-            "        self.scaler.step(self.opt)\n        self.scaler.update()\n"
-            "        torch.nn.utils.clip_grad_norm_(self.params, 1.0)\n",
-            "import torch\n\n\nclass Trainer:\n    def __init__(self, model, opt):\n"
-            "        self.opt = opt\n\n"
-            "    def step(self, loss):\n        loss.backward()\n"
-            "        self.opt.step()\n        torch.nn.utils.clip_grad_norm_(self.params, 1.0)\n",
-            why="a scaler kept on self",
         ),
         Invalid(
             "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"
@@ -368,81 +307,6 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
             "scaler = torch.cuda.amp.GradScaler()\ntrain(model, loader, scaler)\n",
             findings=[FINDING],
             why="a scaler handed to a function not defined in this file",
-        ),
-        Invalid(
-            "import torch\n\n\ndef train_step(model, scaler, optimizer, x):\n"
-            "    loss = model(x).sum()\n    scaler.scale(loss).backward()\n"
-            "    scaler.unscale_(optimizer)\n"
-            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
-            "    scaler.step(optimizer)\n    scaler.update()\n    return loss\n\n\n"
-            "scaler = torch.cuda.amp.GradScaler()\nfor x in loader:\n"
-            "    train_step(model, scaler, optimizer, x)\n",
-            "import torch\n\n\ndef train_step(model, optimizer, x):\n"
-            "    loss = model(x).sum()\n    loss.backward()\n"
-            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
-            "    optimizer.step()\n    return loss\n\n\nfor x in loader:\n"
-            "    train_step(model, optimizer, x)\n",
-            why="passed positionally to a function of the file: unwrapped there, parameter goes",
-        ),
-        Invalid(
-            "import torch\n\n\ndef train_step(model, optimizer, x, *, scaler=None):\n"
-            "    loss = model(x).sum()\n    if scaler is not None:\n"
-            "        scaler.scale(loss).backward()\n        scaler.step(optimizer)\n"
-            "        scaler.update()\n    else:\n        loss.backward()\n"
-            "        optimizer.step()\n    torch.save(model.state_dict(), path)\n"
-            "    return loss\n\n\nscaler = torch.amp.GradScaler('cuda')\n"
-            "for x in loader:\n    train_step(model, optimizer, x, scaler=scaler)\n",
-            "import torch\n\n\ndef train_step(model, optimizer, x):\n"
-            "    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n"
-            "    torch.save(model.state_dict(), path)\n    return loss\n\n\n"
-            "for x in loader:\n    train_step(model, optimizer, x)\n",
-            why="passed by keyword to a keyword-only parameter: the bare * goes with it",
-        ),
-        Invalid(
-            "import torch\n\n\ndef save(path, model, scaler):\n"
-            "    torch.save({'model': model.state_dict(), 'scaler': scaler.state_dict()}, path)\n"
-            "\n\ndef load(path, model, scaler):\n    ckpt = torch.load(path)\n"
-            "    model.load_state_dict(ckpt['model'])\n"
-            "    scaler.load_state_dict(ckpt['scaler'])\n\n\n"
-            "scaler = torch.cuda.amp.GradScaler()\nload(resume, model, scaler)\nsave(\n"
-            "    path,\n    model,\n    scaler=scaler,\n)\n"
-            "save(best_path, model, scaler)\n",
-            "import torch\n\n\ndef save(path, model):\n"
-            "    torch.save({'model': model.state_dict()}, path)\n\n\n"
-            "def load(path, model):\n    ckpt = torch.load(path)\n"
-            "    model.load_state_dict(ckpt['model'])\n\n\nload(resume, model)\nsave(\n"
-            "    path,\n    model,\n)\nsave(best_path, model)\n",
-            why="two functions, three calls (positional and keyword); the trailing comma stays",
-        ),
-        Invalid(
-            "import torch\n\n\nclass Trainer:\n    def __init__(self, model, opt):\n"
-            "        self.model = model\n        self.opt = opt\n"
-            "        self.scaler = torch.cuda.amp.GradScaler()\n\n"
-            "    def fit(self, loader):\n        for x in loader:\n"
-            "            self.backward_and_step(self.model(x).sum(), self.scaler)\n\n"
-            "    def backward_and_step(self, loss, scaler):\n"
-            "        scaler.scale(loss).backward()\n        scaler.step(self.opt)\n"
-            "        scaler.update()\n"
-            "        torch.save(self.model.state_dict(), path)\n",
-            "import torch\n\n\nclass Trainer:\n    def __init__(self, model, opt):\n"
-            "        self.model = model\n        self.opt = opt\n\n"
-            "    def fit(self, loader):\n        for x in loader:\n"
-            "            self.backward_and_step(self.model(x).sum())\n\n"
-            "    def backward_and_step(self, loss):\n        loss.backward()\n"
-            "        self.opt.step()\n"
-            "        torch.save(self.model.state_dict(), path)\n",
-            why="a scaler on self passed to a method called as self.f",
-        ),
-        Invalid(
-            "import torch\n\n\ndef backward(loss, scaler):\n"
-            "    scaler.scale(loss).backward()\n\n\ndef train(model, x, scaler):\n"
-            "    backward(model(x).sum(), scaler)\n    scaler.step(opt)\n"
-            "    scaler.update()\n\n\nscaler = torch.cuda.amp.GradScaler()\n"
-            "train(model, x, scaler)\ntorch.save(model.state_dict(), path)\n",
-            "import torch\n\n\ndef backward(loss):\n    loss.backward()\n\n\n"
-            "def train(model, x):\n    backward(model(x).sum())\n    opt.step()\n\n\n"
-            "train(model, x)\ntorch.save(model.state_dict(), path)\n",
-            why="a function that hands the scaler on to another one",
         ),
         Invalid(
             "import torch\n\n\ndef train_step(x, scaler):\n"

@@ -156,26 +156,6 @@ class Checkpoints(AppliesStatementEdits, TpuCodemod):
             why="statements after the save stay guarded, after it",
         ),
         Invalid(
-            "import shutil\nimport torch\n\n\ndef save_checkpoint(state, is_best, filename='checkpoint.pth.tar'):\n"
-            "    torch.save(state, filename)\n    if is_best:\n"
-            "        shutil.copyfile(filename, 'model_best.pth.tar')\n\n\n"
-            "def main_worker(gpu, ngpus_per_node, args):\n"
-            "    if not args.multiprocessing_distributed or (args.multiprocessing_distributed\n"
-            "            and args.rank % ngpus_per_node == 0):\n"
-            "        save_checkpoint({\n            'epoch': epoch + 1,\n"
-            "            'state_dict': model.state_dict(),\n        }, is_best)\n"
-            "    x = torch.ones(1)\n",
-            "import shutil\nimport torch\nimport torch_xla.core.xla_model as xm\n\n\n"
-            "def save_checkpoint(state, is_best, filename='checkpoint.pth.tar'):\n"
-            "    xm.save(state, filename)\n    if is_best:\n"
-            "        shutil.copyfile(filename, 'model_best.pth.tar')\n\n\n"
-            "def main_worker(gpu, ngpus_per_node, args):\n"
-            "    save_checkpoint({\n        'epoch': epoch + 1,\n"
-            "        'state_dict': model.state_dict(),\n    }, is_best)\n"
-            "    x = torch.ones(1)\n",
-            why="the ImageNet example: a helper called with state, under a multi-line guard",
-        ),
-        Invalid(
             "import torch\n\nif args.rank == 0: torch.save(model.state_dict(), p)\n"
             "x = torch.ones(1)\n",
             "import torch\nimport torch_xla.core.xla_model as xm\n\n"

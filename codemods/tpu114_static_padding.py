@@ -149,42 +149,6 @@ class StaticPadding(TpuCodemod):
 
     INVALID = [
         Invalid(
-            "import torch\n"
-            "from torch.nn.utils.rnn import pad_sequence\n\n"
-            "PAD = 0\n"
-            "MAX_LEN = 128\n\n\n"
-            "def collate(batch):\n"
-            "    tokens = pad_sequence([b[0] for b in batch], batch_first=True, padding_value=PAD)\n"
-            "    labels = pad_sequence([b[1] for b in batch], batch_first=True, "
-            "padding_value=-100)\n"
-            "    return tokens, tokens != PAD, labels\n",
-            "import torch\n"
-            "from torch.nn.utils.rnn import pad_sequence\n\n\n"
-            "def pad_to_bucket(padded, multiple, value, batch_first=False, max_length=None):\n"
-            '    """Pad the time dimension of a pad_sequence() result up to the next multiple of '
-            "``multiple``\n"
-            "    (at most ``max_length``, never below the batch's own length), so that XLA "
-            "compiles one graph\n"
-            '    per length bucket instead of one per batch length."""\n'
-            "    time_dim = 1 if batch_first else 0\n"
-            "    length = padded.size(time_dim)\n"
-            "    target = -(-length // multiple) * multiple\n"
-            "    if max_length is not None:\n"
-            "        target = max(min(target, max_length), length)\n"
-            "    padding = [0, 0] * (padded.dim() - time_dim - 1) + [0, target - length]\n"
-            "    return torch.nn.functional.pad(padded, padding, value=value)\n\n\n"
-            "PAD = 0\n"
-            "MAX_LEN = 128\n\n\n"
-            "def collate(batch):\n"
-            "    tokens = pad_to_bucket(pad_sequence([b[0] for b in batch], batch_first=True, "
-            "padding_value=PAD), multiple=64, value=PAD, batch_first=True, max_length=MAX_LEN)\n"
-            "    labels = pad_to_bucket(pad_sequence([b[1] for b in batch], batch_first=True, "
-            "padding_value=-100), multiple=64, value=-100, batch_first=True, "
-            "max_length=MAX_LEN)\n"
-            "    return tokens, tokens != PAD, labels\n",
-            why="labels keep their ignore value; the mask is computed from the padded tokens",
-        ),
-        Invalid(
             "import torch.nn.utils.rnn as rnn_utils\n\n\n"
             "def collate_fn(samples):\n"
             "    return rnn_utils.pad_sequence(samples)\n",

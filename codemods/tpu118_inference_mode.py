@@ -108,46 +108,6 @@ class InferenceMode(TpuCodemod):
 
     INVALID = [
         Invalid(
-            "import torch\n\n\n"
-            "def test(model, device, test_loader):\n"
-            "    model.eval()\n"
-            "    correct = 0\n"
-            "    with torch.inference_mode():  # no autograd for evaluation\n"
-            "        for data, target in test_loader:\n"
-            "            output = model(data.to(device))\n"
-            "            correct += output.argmax(1).eq(target.to(device)).sum()\n"
-            "    return correct\n",
-            "import torch\n\n\n"
-            "def test(model, device, test_loader):\n"
-            "    model.eval()\n"
-            "    correct = 0\n"
-            "    with torch.no_grad():  # no autograd for evaluation\n"
-            "        for data, target in test_loader:\n"
-            "            output = model(data.to(device))\n"
-            "            correct += output.argmax(1).eq(target.to(device)).sum()\n"
-            "    return correct\n",
-            why="the evaluation loop of the pytorch/examples scripts; the comment stays",
-        ),
-        Invalid(
-            "import torch\n\n\n"
-            "class Evaluator:\n"
-            "    @torch.inference_mode()\n"
-            "    def run(self, batch):\n"
-            "        return self.model(batch)\n\n\n"
-            "@torch.inference_mode\n"
-            "def predict(model, x):\n"
-            "    return model(x)\n",
-            "import torch\n\n\n"
-            "class Evaluator:\n"
-            "    @torch.no_grad()\n"
-            "    def run(self, batch):\n"
-            "        return self.model(batch)\n\n\n"
-            "@torch.no_grad\n"
-            "def predict(model, x):\n"
-            "    return model(x)\n",
-            why="decorators, with and without parentheses",
-        ),
-        Invalid(
             "import torch as th\n"
             "from torch import inference_mode\n\n"
             "with th.inference_mode(True), open('preds.txt', 'w') as out:\n"

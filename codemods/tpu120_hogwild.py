@@ -87,32 +87,6 @@ class Hogwild(TpuCodemod):
 
     INVALID = [
         Invalid(
-            "import torch\n"
-            "import torch.multiprocessing as mp\n\n"
-            "if __name__ == '__main__':\n"
-            "    model = Net().to(device)\n"
-            "    model.share_memory()  # gradients are allocated lazily, so they are not shared\n"
-            "    processes = []\n"
-            "    for rank in range(args.num_processes):\n"
-            "        p = mp.Process(target=train, args=(rank, args, model, device))\n"
-            "        p.start()\n"
-            "        processes.append(p)\n",
-            "import torch\n"
-            "import torch.multiprocessing as mp\n\n"
-            "if __name__ == '__main__':\n"
-            "    model = Net().to(device)\n"
-            "    # TODO(tpu-migrate): TPU291 Hogwild training shares CPU memory between "
-            "processes: it does not carry over to XLA, the file stays on the CPU\n"
-            "    model.share_memory()  # gradients are allocated lazily, so they are not shared\n"
-            "    processes = []\n"
-            "    for rank in range(args.num_processes):\n"
-            "        p = mp.Process(target=train, args=(rank, args, model, device))\n"
-            "        p.start()\n"
-            "        processes.append(p)\n",
-            findings=[FINDING],
-            why="pytorch/examples mnist_hogwild's main block",
-        ),
-        Invalid(
             "from torch import multiprocessing\n\n"
             "counter = torch.zeros(1).share_memory_()\n"
             "with multiprocessing.Pool(4) as pool:\n"

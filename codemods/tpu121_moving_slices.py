@@ -86,14 +86,6 @@ class MovingSlices(TpuCodemod):
         Valid(
             "import torch\n\n\ndef train(model, data: torch.Tensor, opt):\n"
             "    for i in range(0, data.size(0), 4):\n"
-            "        data[i:i + 4] = 0\n        data[i:i + 4].add_(1)\n"
-            "        x = data[i:i + 4].to('xla')\n"
-            "        loss = model(x).sum()\n        loss.backward()\n        opt.step()\n",
-            why="written slices stay views; a slice moved right away is sliced where it lives",
-        ),
-        Valid(
-            "import torch\n\n\ndef train(model, data: torch.Tensor, opt):\n"
-            "    for i in range(0, data.size(0), 4):\n"
             "        loss = model(data[i:i + 4, 0]).sum()\n        loss.backward()\n"
             "        opt.step()\n"
             "    tail = data[i:]\n",
@@ -108,76 +100,6 @@ class MovingSlices(TpuCodemod):
     ]
 
     INVALID = [
-        Invalid(
-            "import torch\n\n\ndef batchify(data, bsz, device):\n"
-            "    nbatch = data.size(0) // bsz\n"
-            "    data = data.narrow(0, 0, nbatch * bsz)\n"
-            "    data = data.view(bsz, -1).t().contiguous()\n"
-            "    return data.to(device)\n\n\n"
-            "def get_batch(source, i, bptt=35):\n"
-            "    seq_len = min(bptt, len(source) - 1 - i)\n"
-            "    data = source[i:i + seq_len]\n"
-            "    target = source[i + 1:i + 1 + seq_len].view(-1)\n"
-            "    return data, target\n\n\n"
-            "def evaluate(model, data_source):\n"
-            "    with torch.no_grad():\n"
-            "        for i in range(0, data_source.size(0) - 1, 35):\n"
-            "            data, targets = get_batch(data_source, i)\n"
-            "            model(data, targets)\n\n\n"
-            "def train(model, train_data, opt):\n"
-            "    for batch, i in enumerate(range(0, train_data.size(0) - 1, 35)):\n"
-            "        data, targets = get_batch(train_data, i)\n"
-            "        model(data, targets).backward()\n        opt.step()\n\n\n"
-            "corpus = load()\n"
-            "train_data = batchify(corpus.train, 20, 'cuda')\n"
-            "val_data = batchify(corpus.valid, 10, 'cuda')\n"
-            "train(model, train_data, opt)\nevaluate(model, val_data)\n",
-            "import torch\n\n\ndef batchify(data, bsz, device):\n"
-            "    nbatch = data.size(0) // bsz\n"
-            "    data = data.narrow(0, 0, nbatch * bsz)\n"
-            "    data = data.view(bsz, -1).t().contiguous()\n"
-            "    return data.to(device)\n\n\n"
-            "def get_batch(source, i, bptt=35):\n"
-            "    seq_len = min(bptt, len(source) - 1 - i)\n"
-            "    data = source.index_select(0, torch.arange(*slice(i, i + seq_len).indices("
-            "source.size(0))).to(source.device))\n"
-            "    target = source.index_select(0, torch.arange(*slice(i + 1, i + 1 + seq_len)"
-            ".indices(source.size(0))).to(source.device)).view(-1)\n"
-            "    return data, target\n\n\n"
-            "def evaluate(model, data_source):\n"
-            "    with torch.no_grad():\n"
-            "        for i in range(0, data_source.size(0) - 1, 35):\n"
-            "            data, targets = get_batch(data_source, i)\n"
-            "            model(data, targets)\n\n\n"
-            "def train(model, train_data, opt):\n"
-            "    for batch, i in enumerate(range(0, train_data.size(0) - 1, 35)):\n"
-            "        data, targets = get_batch(train_data, i)\n"
-            "        model(data, targets).backward()\n        opt.step()\n\n\n"
-            "corpus = load()\n"
-            "train_data = batchify(corpus.train, 20, 'cuda')\n"
-            "val_data = batchify(corpus.valid, 10, 'cuda')\n"
-            "train(model, train_data, opt)\nevaluate(model, val_data)\n",
-            why="word_language_model: the batches come from a function that returns a tensor",
-        ),
-        Invalid(
-            "import numpy as np\nimport torch\n\n\n"
-            "def train(model, series: torch.Tensor, opt, window=16):\n"
-            "    for t in range(0, series.size(1) - window):\n"
-            "        x = series[:, t:t + window]\n"
-            "        y = series[:, t + window::2]\n"
-            "        loss = (model(x) - y).pow(2).mean()\n"
-            "        loss.backward()\n        opt.step()\n",
-            "import numpy as np\nimport torch\n\n\n"
-            "def train(model, series: torch.Tensor, opt, window=16):\n"
-            "    for t in range(0, series.size(1) - window):\n"
-            "        x = series.index_select(1, torch.arange(*slice(t, t + window).indices("
-            "series.size(1))).to(series.device))\n"
-            "        y = series.index_select(1, torch.arange(*slice(t + window, None, 2)"
-            ".indices(series.size(1))).to(series.device))\n"
-            "        loss = (model(x) - y).pow(2).mean()\n"
-            "        loss.backward()\n        opt.step()\n",
-            why="a window along the second dimension, with an open end and a step",
-        ),
         Invalid(
             "from torch import randn\n\n\ndef train(model, opt):\n"
             "    data = randn(1000, 8)\n"

@@ -8,17 +8,18 @@ import pytest
 
 import codemods
 from codemods._facts import FileFacts
-from codemods.testing import apply_rule, case_id
+from codemods.testing import apply_rule, case_id, rule_cases
 
+CASES = {rule: rule_cases(rule) for rule in codemods.PIPELINE}
 VALID_CASES = [
     pytest.param(rule, case, id=case_id(rule, "valid", i))
-    for rule in codemods.PIPELINE
-    for i, case in enumerate(rule.VALID)
+    for rule, (valid, _) in CASES.items()
+    for i, case in enumerate(valid)
 ]
 INVALID_CASES = [
     pytest.param(rule, case, id=case_id(rule, "invalid", i))
-    for rule in codemods.PIPELINE
-    for i, case in enumerate(rule.INVALID)
+    for rule, (_, invalid) in CASES.items()
+    for i, case in enumerate(invalid)
 ]
 
 
@@ -78,8 +79,9 @@ def test_rule_is_documented(rule):
     for section in ("What it does", "Why", "Example"):
         assert section in doc, f"{rule.CODE} docstring lacks {section!r}"
     assert rule.SUMMARY and len(rule.SUMMARY) <= 100
-    assert rule.INVALID, f"{rule.CODE} has no before/after case"
-    assert rule.VALID, f"{rule.CODE} has no must-stay-untouched case"
+    valid, invalid = CASES[rule]
+    assert invalid, f"{rule.CODE} has no before/after case"
+    assert valid, f"{rule.CODE} has no must-stay-untouched case"
 
 
 def test_codes_are_unique():

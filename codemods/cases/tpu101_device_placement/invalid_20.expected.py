@@ -1,0 +1,6 @@
+import torch
+
+
+def main():
+    print('GPU run')
+    return 0

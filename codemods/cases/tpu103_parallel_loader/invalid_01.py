@@ -1,0 +1,11 @@
+import torch
+import torch_xla
+from torch.utils.data import DataLoader
+
+device = torch_xla.device()
+train_loader = DataLoader(train_ds, batch_size=64, shuffle=True, pin_memory=True)
+for epoch in range(10):
+    for data, target in train_loader:
+        data, target = data.to(device), target.to(device)
+        loss = loss_fn(model(data), target)
+    print(epoch, len(train_loader))

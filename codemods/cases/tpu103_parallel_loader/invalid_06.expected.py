@@ -1,0 +1,15 @@
+import torch
+import torch_xla
+from torch.utils.data import DataLoader
+import torch_xla.distributed.parallel_loader as pl
+
+
+class Trainer:
+    def __init__(self, model, train_ds):
+        self.device = torch_xla.device()
+        self.model = model.to(self.device)
+        self.train_loader = DataLoader(train_ds, batch_size=16)
+
+    def train_epoch(self):
+        for inputs, labels in pl.MpDeviceLoader(self.train_loader, self.device):
+            self.step(inputs, labels)

@@ -1,0 +1,13 @@
+import torch
+import torch_xla
+from torch.utils.data import DataLoader
+
+device = torch_xla.device()
+if args.augment:
+    train_loader = DataLoader(aug_ds, batch_size=32)
+else:
+    train_loader = DataLoader(plain_ds, batch_size=32)
+for epoch in range(3):
+    for batch in train_loader:
+        batch = {k: v.to(device) for k, v in batch.items()}
+        outputs = model(**batch)

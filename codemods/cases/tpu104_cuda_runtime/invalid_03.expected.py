@@ -1,0 +1,6 @@
+import torch
+
+
+def cleanup(model):
+    del model
+    return torch.zeros(1)

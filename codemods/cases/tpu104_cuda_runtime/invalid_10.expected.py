@@ -1,0 +1,7 @@
+import torch
+
+
+def setup():
+    model = Net()
+
+    return model

@@ -1,0 +1,9 @@
+import torch
+
+
+def shutdown(model):
+    model.cpu()
+    # --- cleanup ---
+
+
+x = 1

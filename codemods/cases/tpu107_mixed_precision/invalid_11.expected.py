@@ -1,0 +1,5 @@
+import torch
+
+loss.backward()
+optimizer.step()
+torch.save(model.state_dict(), path)

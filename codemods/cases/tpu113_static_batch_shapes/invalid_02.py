@@ -1,0 +1,17 @@
+import torch.utils.data as data
+
+
+def train(model, loader, optimizer):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+
+
+def main():
+    batches = data.DataLoader(
+        dataset,
+        batch_size=args.batch_size,
+        num_workers=2,
+    )
+    train(model, batches, optimizer)

@@ -1,0 +1,19 @@
+import logging
+
+import torch
+import torch_xla.core.xla_model as xm
+import torch_xla.distributed.parallel_loader as pl
+
+logger = logging.getLogger(__name__)
+
+
+def fit(model, loader, optimizer, device):
+    step = 0
+    for batch in pl.MpDeviceLoader(loader, device):
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        if step % 50 == 0:
+            xm.add_step_closure(lambda step, loss: logger.info("step %d loss %.4f", step, float(loss)), args=(step, loss))
+        step += 1

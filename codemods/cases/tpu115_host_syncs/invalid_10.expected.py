@@ -1,0 +1,16 @@
+import torch
+import torch_xla
+
+
+def train(model, loader, optimizer):
+    total = 0.0
+    for x, y in loader:
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+        torch_xla.sync()
+        # TODO(tpu-migrate): TPU241 per-step host sync: .item() inside the training step
+        total += loss.item()
+        if total > 1e4:
+            break
+    return total

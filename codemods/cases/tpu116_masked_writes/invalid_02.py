@@ -1,0 +1,16 @@
+import torch
+import torch.nn as nn
+
+PAD = 0
+NEG = -1e9
+
+
+class Attn(nn.Module):
+    def forward(self, tokens, scores):
+        pad = tokens == PAD
+        scores = scores * 0.5
+        tokens[pad] = NEG
+        keep = ~(scores > 10) & (scores != 0)
+        scores[keep] = -1
+        scores[~keep] = 0.0
+        return scores

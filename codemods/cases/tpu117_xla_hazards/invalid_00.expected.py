@@ -1,0 +1,13 @@
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Tables(nn.Module):
+    def __init__(self, sizes, dim):
+        super().__init__()
+        # TODO(tpu-migrate): TPU258 nn.EmbeddingBag falls back to the CPU on XLA: host round trips every step
+        self.emb = nn.ModuleList(nn.EmbeddingBag(n, dim, mode='sum') for n in sizes)
+
+    def forward(self, idx, off, weight):
+        # TODO(tpu-migrate): TPU258 nn.EmbeddingBag falls back to the CPU on XLA: host round trips every step
+        return F.embedding_bag(idx, weight, off)

@@ -1,0 +1,15 @@
+import torch
+import torch.nn.functional as F
+
+fc = torch.nn.Linear(4, 1)
+
+for batch_idx in range(100):
+    # Get data
+    batch_x, batch_y = get_batch()
+    fc.zero_grad()
+    output = F.smooth_l1_loss(fc(batch_x), batch_y)
+    output.backward()
+    for param in fc.parameters():
+        param.data.add_(-0.1 * param.grad)
+
+print(fc.weight.view(-1).detach().numpy())
