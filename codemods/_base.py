@@ -19,12 +19,6 @@ from typing import ClassVar, Collection, Iterable, Iterator, Sequence
 import libcst as cst
 from libcst.codemod import Codemod, CodemodContext, VisitorBasedCodemodCommand
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
-from libcst.matchers._decorators import (  # private: tests/engine/test_fast_paths.py pins it
-    CONSTRUCTED_LEAVE_MATCHER_ATTR,
-    CONSTRUCTED_VISIT_MATCHER_ATTR,
-    VISIT_NEGATIVE_MATCHER_ATTR,
-    VISIT_POSITIVE_MATCHER_ATTR,
-)
 from libcst.metadata import (
     ParentNodeProvider,
     PositionProvider,
@@ -32,9 +26,10 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
-from ._codegen import node_code
-from ._facts import FileFacts
-from ._traversal import (
+from migrate.fastcst.codegen import node_code
+from migrate.fastcst.matchers import MATCHER_ATTRIBUTES
+from migrate.fastcst.facts import FileFacts
+from migrate.fastcst.traversal import (
     LAYOUT,
     children_of,
     handled_node_types,
@@ -45,13 +40,6 @@ from ._traversal import (
 )
 
 MARKER_PREFIX = "# TODO(tpu-migrate):"
-# What libcst's matcher decorators (``@m.visit``, ``@m.call_if_inside``...) set on a method.
-MATCHER_ATTRIBUTES = (
-    VISIT_POSITIVE_MATCHER_ATTR,
-    VISIT_NEGATIVE_MATCHER_ATTR,
-    CONSTRUCTED_VISIT_MATCHER_ATTR,
-    CONSTRUCTED_LEAVE_MATCHER_ATTR,
-)
 FINDINGS_KEY = "tpu_migrate.findings"
 REWRITES_KEY = "tpu_migrate.rewrites"
 DISABLED_FINDINGS_KEY = "tpu_migrate.disabled_findings"
@@ -465,7 +453,7 @@ class TpuCodemod(VisitorBasedCodemodCommand):
 
     # ----------------------------------------------------------------- suppressions
     def on_visit(self, node) -> bool:
-        # ``type(...) is``, as on every path that runs for each node (codemods/_traversal.py)
+        # ``type(...) is``, as on every path that runs for each node (migrate/fastcst/traversal.py)
         if type(node) is cst.Module:
             self._start_module(node)
         elif self._suppressions_possible and isinstance(node, STATEMENTS):
@@ -475,7 +463,7 @@ class TpuCodemod(VisitorBasedCodemodCommand):
 
     # A field's handlers (``visit_Call_func`` and the like) by name, as libcst's transformer
     # finds them, without the matcher checks of the base class (rules use no matchers). Being
-    # libcst's, they tell the rules' walk that no rule needs them called (codemods/_traversal.py).
+    # libcst's, they tell the rules' walk that no rule needs them called (migrate/fastcst/traversal.py).
     on_visit_attribute = cst.CSTTransformer.on_visit_attribute
     on_leave_attribute = cst.CSTTransformer.on_leave_attribute
 
@@ -732,7 +720,7 @@ def walk_all(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 def walk_pruned(node: cst.CSTNode, skipped: Collection[type]) -> Iterator[cst.CSTNode]:
     """``node`` and every node under it in source order, without the child nodes of the
     ``skipped`` types and their subtrees (concrete node classes, matched by type: see
-    codemods/_traversal.py). An explicit stack: recursive generators cost a frame per level for
+    migrate/fastcst/traversal.py). An explicit stack: recursive generators cost a frame per level for
     every node, which made walking deep trees a large share of the rules' time."""
     pending = [node]
     while pending:

@@ -16,8 +16,8 @@ import libcst as cst
 from libcst.metadata import ScopeProvider
 
 from ._base import TpuCodemod, children_of, dotted_name, walk_all, walk_pruned
-from ._traversal import LAYOUT
-from ._facts import FileFacts
+from migrate.fastcst.traversal import LAYOUT
+from migrate.fastcst.facts import FileFacts
 
 DATA_LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 MP_DEVICE_LOADERS = ("torch_xla.distributed.parallel_loader.MpDeviceLoader",)

@@ -9,10 +9,10 @@ from typing import Optional, Union
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from ._facts import FileFacts
+from migrate.fastcst.facts import FileFacts
 from ._base import TORCH_XLA, Invalid, Safety, TpuCodemod, Valid, code_of, dotted_name, walk_all
 from ._statements import AppliesStatementEdits, Replacement
-from ._traversal import visit_without_copying
+from migrate.fastcst.traversal import visit_without_copying
 
 # Calls whose truth means "the CUDA-class accelerator is there": the migrated script takes that path.
 ACCELERATOR_TESTS = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ._facts import FileFacts
+from migrate.fastcst.facts import FileFacts
 from ._base import TORCH_XLA, XM, FindingDoc, Invalid, Safety, TpuCodemod, Valid, code_of
 from ._loops import (
     AUTOGRAD_FUNCTIONS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
-from ._facts import FileFacts
+from migrate.fastcst.facts import FileFacts
 from ._base import PL, ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
 from ._loops import (
     DATA_LOADERS,

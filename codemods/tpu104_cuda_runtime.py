@@ -8,7 +8,7 @@ from typing import Iterator, Union
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
-from ._facts import FileFacts
+from migrate.fastcst.facts import FileFacts
 from ._base import (
     TORCH_XLA,
     XM,

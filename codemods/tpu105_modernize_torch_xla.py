@@ -6,7 +6,7 @@ import libcst as cst
 
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from ._facts import FileFacts
+from migrate.fastcst.facts import FileFacts
 from ._base import TORCH_XLA, XR, ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of
 
 XLA_MODEL = "torch_xla.core.xla_model"

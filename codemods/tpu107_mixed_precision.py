@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from ._facts import FileFacts
+from migrate.fastcst.facts import FileFacts
 from ._base import FindingDoc, ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
 from ._statements import AppliesStatementEdits, Replacement
 

@@ -8,7 +8,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from ._facts import FileFacts
+from migrate.fastcst.facts import FileFacts
 from ._base import (
     TORCH_XLA,
     XR,
@@ -23,7 +23,7 @@ from ._base import (
     walk_all,
 )
 from ._statements import AppliesStatementEdits, Replacement
-from ._traversal import visit_without_copying
+from migrate.fastcst.traversal import visit_without_copying
 
 XLA_BACKEND = ImportSpec("torch_xla.distributed.xla_backend")
 INIT_PROCESS_GROUP = ("torch.distributed.init_process_group",)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from ._facts import FileFacts
+from migrate.fastcst.facts import FileFacts
 from ._base import XM, Invalid, Safety, TpuCodemod, Valid, code_of
 from ._statements import AppliesStatementEdits, Replacement
-from ._traversal import visit_without_copying
+from migrate.fastcst.traversal import visit_without_copying
 
 SAVE = "torch.save"
 LOAD = "torch.load"

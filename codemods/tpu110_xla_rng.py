@@ -6,7 +6,7 @@ import libcst as cst
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import ParentNodeProvider, QualifiedNameProvider, QualifiedNameSource
 
-from ._facts import FileFacts
+from migrate.fastcst.facts import FileFacts
 from ._base import TORCH_XLA, Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
 from ._statements import AppliesStatementEdits
 

@@ -7,7 +7,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from ._facts import FileFacts
+from migrate.fastcst.facts import FileFacts
 from ._base import (
     MARKER_PREFIX,
     XM,

@@ -6,7 +6,7 @@ import ast
 
 import libcst as cst
 
-from ._facts import FileFacts
+from migrate.fastcst.facts import FileFacts
 from ._base import ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
 from ._loops import ModuleIndex, positional_arguments
 from ._tensors import COMPARE_FUNCTIONS, LOGICAL_FUNCTIONS, PREDICATES, TensorFacts, bare

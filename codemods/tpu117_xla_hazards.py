@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ._facts import FileFacts
+from migrate.fastcst.facts import FileFacts
 from ._base import FindingDoc, Invalid, Safety, TpuCodemod, Valid, code_of, dotted_name
 from ._loops import ModuleIndex, new_statement, walk_code
 from ._statements import AppliesStatementEdits

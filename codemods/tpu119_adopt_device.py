@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ._facts import FileFacts
+from migrate.fastcst.facts import FileFacts
 from ._base import TORCH_XLA, FindingDoc, Invalid, Safety, TpuCodemod, Valid, with_keyword_argument
 from ._loops import ModuleIndex, named_like_optimizer, names_in_target, new_statement, walk_code
 from ._statements import after_imports

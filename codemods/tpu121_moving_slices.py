@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ._facts import FileFacts
+from migrate.fastcst.facts import FileFacts
 from ._base import ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of, dotted_name
 from ._loops import ModuleIndex
 from ._step_code import StepCode

@@ -38,14 +38,14 @@ from codemods._base import (
     VerifyAdjustment,
     tidy_torch_xla_imports,
 )
-from codemods._codegen import module_code
-from codemods._facts import FileFacts
+from migrate.fastcst.codegen import module_code
+from migrate.fastcst.facts import FileFacts
 
 from .layout import realign_continuation_lines, wrap_long_new_lines
 from .cache import ResultCache
-from .imports import visitors_set_up_faster, with_imports_added, with_imports_removed
+from .fastcst.imports import visitors_set_up_faster, with_imports_added, with_imports_removed
 from .linemap import LineMap
-from .metadata import SharedMetadata
+from .fastcst.metadata import SharedMetadata
 from .source import SourceError, SourceFile
 from .suppressions import UnusedSuppression, unused_suppressions
 

@@ -13,7 +13,7 @@ import black
 import libcst as cst
 
 from .linemap import line_opcodes
-from .metadata import Positions
+from .fastcst.metadata import Positions
 
 BLACK_DEFAULT = 88
 

@@ -7,7 +7,7 @@ import re
 import pytest
 
 import codemods
-from codemods._facts import FileFacts
+from migrate.fastcst.facts import FileFacts
 from codemods.testing import apply_rule, case_id, rule_cases
 
 CASES = {rule: rule_cases(rule) for rule in codemods.PIPELINE}

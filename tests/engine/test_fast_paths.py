@@ -36,12 +36,13 @@ from codemods._base import (
     children_of,
     walk_pruned,
 )
-from codemods._codegen import StatementCode, module_code, node_code
-from codemods._traversal import LAYOUT, visit_without_copying
+from migrate.fastcst.codegen import StatementCode, module_code, node_code
+from migrate.fastcst.traversal import LAYOUT, visit_without_copying
 from codemods.testing import apply_rule, case_sources
-from migrate import engine, imports, metadata
+from migrate import engine
+from migrate.fastcst import imports, metadata
 from migrate.engine import Selection, rules_that_may_act, run_pipeline
-from migrate.metadata import (
+from migrate.fastcst.metadata import (
     Positions,
     SharedMetadata,
     _parents,

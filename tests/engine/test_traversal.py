@@ -22,7 +22,7 @@ from codemods._base import (
     walk_pruned,
 )
 from codemods._loops import ModuleIndex, assigned_pairs
-from codemods._traversal import (
+from migrate.fastcst.traversal import (
     LAYOUT,
     _field_admits,
     _fields_to_walk,
@@ -540,7 +540,7 @@ def test_an_annotation_not_understood_may_hold_any_node():
 
 
 def test_libcsts_concrete_node_classes_are_final():
-    """Hot paths compare ``type(node) is cst.Call`` (codemods/_traversal.py)."""
+    """Hot paths compare ``type(node) is cst.Call`` (migrate/fastcst/traversal.py)."""
     assert len(_types_below()) > 150
     for node_type in _types_below():
         assert not node_type.__subclasses__(), node_type.__name__

@@ -42,8 +42,8 @@ from libcst.metadata.scope_provider import (  # private: see _ScopeVisitor
     ScopeVisitor,
 )
 
-from codemods._codegen import Generated, StatementCode, generated_state, module_code
-from codemods._traversal import (
+from .codegen import Generated, StatementCode, generated_state, module_code
+from .traversal import (
     LAYOUT,
     children_of,
     handled_node_types,

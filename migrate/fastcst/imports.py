@@ -21,7 +21,7 @@ import libcst.matchers._visitors as matcher_visitors  # private: see visitors_se
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
-from codemods._codegen import module_code
+from .codegen import module_code
 
 ImportRequest = tuple[str, str | None, str | None]  # (module, obj, asname), libcst's form
 

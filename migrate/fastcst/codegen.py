@@ -57,7 +57,7 @@ class StatementCode:
     code of a statement depends only on the statement, the indentation around it and the
     module's default indent and newline (libcst's ``CodegenState``), which make the key. On
     distributed_test.py, 13 edits: 1.6 s of code generation before. The position recorder
-    (migrate/metadata.py) keeps the ranges of simple statements too."""
+    (migrate/fastcst/metadata.py) keeps the ranges of simple statements too."""
 
     def __init__(self) -> None:
         self._known: dict[cst.CSTNode, dict[tuple, Generated]] = {}
