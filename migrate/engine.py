@@ -275,9 +275,9 @@ def _run_rules(
         return
     if source.notebook is not None and new_text != source.text:
         try:
-            source.notebook.cell_sources(new_text)  # every cell boundary and magic came back
+            source.notebook.render(new_text)  # every cell boundary and magic came back
         except SourceError as exc:
-            result.error = str(exc)
+            result.error, result.error_line = str(exc), 0  # 0: the notebook as a whole
             return
     result.new_text = new_text
     result.applied = applied

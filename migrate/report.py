@@ -125,6 +125,8 @@ class RunSummary:
 def place(result: FileResult, line: int, column: int | None = None) -> str:
     """``path:line:column``, or ``nb.ipynb:cell 3:line 5`` in a notebook."""
     path = display_path(result.path)
+    if line == 0:
+        return path  # a problem of the whole file
     cell = result.cell_of(line)
     if cell is not None:
         return f"{path}:cell {cell[0]}:line {cell[1]}"

@@ -320,11 +320,13 @@ class _NotebookRuns:
             return None
         try:
             original = Notebook.parse(options.script.read_bytes())
-            migrated = Notebook.parse(layout.migrated_script.read_bytes())
+            migrated_script = layout.migrated_script
+            if migrated_script.suffix == NOTEBOOK_SUFFIX:  # (a --migrated script runs as it is)
+                migrated = Notebook.parse(migrated_script.read_bytes())
+                migrated_script = _runnable_path(migrated_script)
+                migrated_script.write_text(migrated.runnable(), encoding="utf-8")
         except SourceError as exc:
             raise UsageError(f"{options.script}: {exc}") from exc
-        migrated_script = _runnable_path(layout.migrated_script)
-        migrated_script.write_text(migrated.runnable(), encoding="utf-8")
         report.notes.append(
             "notebook: its code cells ran in order as one program on each side"
             + (f"; left out: {'; '.join(original.skipped())}" if original.skipped() else "")

@@ -236,3 +236,14 @@ def test_an_import_a_cell_already_has_is_not_added_again(notebook, capsys):
     first = "".join(cells_of(path)[1]["source"])
     assert first.count("import torch_xla\n") == 1
     assert "import torch_xla.core.xla_model as xm\n" in first and "LOG_EVERY = 10" in first
+
+
+def test_a_json_layout_that_cannot_be_written_back_exactly_is_not_rewritten(notebook, capsys):
+    path = notebook(CUDA_CELLS)
+    crlf = path.read_bytes().replace(b"\n", b"\r\n")
+    path.write_bytes(crlf)
+    code, _, err = run(capsys, "apply", "-j", "1", str(path))
+    assert code == 2 and "train.ipynb: the notebook's JSON layout cannot be reproduced" in err
+    assert path.read_bytes() == crlf
+    code, out, _ = run(capsys, "check", "-j", "1", str(path))
+    assert code == 2 and "cannot be reproduced" in out  # check says so before apply does
