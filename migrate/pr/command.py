@@ -30,50 +30,14 @@ from .body import RunCommand, TemplateError, build_context, load_template, rende
 from .commits import RuleCommit, file_states, plan_commits
 from .gh import PullRequest, gh_problem, open_pull_request
 from .git import GitError, Repo
+from .options import PR_ONLY_OPTIONS
 
 EXIT_OK, EXIT_DIFFERENT, EXIT_FAILED, EXIT_USAGE = 0, 1, 2, 3
-PR_ONLY_OPTIONS = ("allow_dirty", "pr_template", "pr_body", "verify", "open_pr")
 MAX_LISTED = 20  # dirty files named in the refusal
 
 
 class UsageError(Exception):
     pass
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("pull request (see README, 'Pull requests')")
-    group.add_argument(
-        "--branch",
-        metavar="NAME",
-        help="create branch NAME from HEAD and commit the migration there, one commit per rule",
-    )
-    group.add_argument(
-        "--allow-dirty",
-        action="store_true",
-        help="run although the work tree has uncommitted changes (those files are left out)",
-    )
-    group.add_argument(
-        "--pr-template", type=Path, metavar="FILE", help="jinja2 template of the PR description"
-    )
-    group.add_argument(
-        "--pr-body",
-        type=Path,
-        metavar="FILE",
-        help="write the PR description to FILE (default: .git/tpu-migrate/NAME.md)",
-    )
-    group.add_argument(
-        "--verify",
-        metavar='"SCRIPT [-- ARGS]"',
-        help="verify the branch against the original on the CPU (tpu-migrate verify) and report it",
-    )
-    group.add_argument(
-        "--open-pr", action="store_true", help="push the branch and open the PR with `gh`"
-    )
-
-
-def wanted(args: argparse.Namespace) -> bool:
-    """Does this `apply` call ask for a branch (or for a branch-only option)?"""
-    return bool(args.branch) or any(getattr(args, name) for name in PR_ONLY_OPTIONS)
 
 
 def apply_on_branch(args: argparse.Namespace) -> int:

@@ -11,10 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from . import render
+# Only what the parser needs: the CLI builds it for every command, `--help` included. The
+# session (and, through it, the engine and the rules) is imported when `verify` runs.
 from .compare import DIFFERENT, EQUIVALENT, FAILED, NOISE_RUNS, NOT_ON_XLA
-from .session import Options, UsageError, verify
+
+if TYPE_CHECKING:
+    from .session import Options
 
 EXIT_EQUIVALENT, EXIT_DIFFERENT, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_ON_XLA = 0, 1, 2, 3, 4
 EXIT_CODES = {
@@ -176,11 +180,15 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
 
 class _OptionsParser(argparse.ArgumentParser):
     def error(self, message):
+        from .session import UsageError
+
         raise UsageError(message)
 
 
 def parse(args: argparse.Namespace) -> Options:
     """Options from the parsed namespace plus the options written after SCRIPT."""
+    from .session import Options, UsageError
+
     argv = list(args.argv)
     if argv[:1] == ["--"]:
         argv = argv[1:]
@@ -225,6 +233,9 @@ def parse(args: argparse.Namespace) -> Options:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from . import render
+    from .session import UsageError, verify
+
     try:
         options = parse(args)
         report = verify(options)

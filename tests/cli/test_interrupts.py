@@ -70,9 +70,10 @@ def test_sigkill_leaves_every_file_old_or_new(tmp_path):
 PAUSING_DRIVER = """
 import pathlib, sys, time
 import migrate.cli as cli
+import migrate.commands as commands
 
 reported = 0
-applied_text = cli.applied_text
+applied_text = commands.applied_text
 
 def report_then_wait(applied):
     global reported
@@ -82,7 +83,7 @@ def report_then_wait(applied):
         time.sleep(600)
     return applied_text(applied)
 
-cli.applied_text = report_then_wait
+commands.applied_text = report_then_wait
 sys.exit(cli.main(sys.argv[2:]))
 """
 

@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from migrate import cli
+from migrate import commands
 from migrate.cli import main
 from tests.conftest import NEW_API, OLD_API
 
@@ -137,14 +137,14 @@ def test_read_only_file_is_not_written_and_says_so(project, capsys):
 
 def test_file_that_vanishes_during_the_run(project, capsys, monkeypatch):
     root = project({"a.py": OLD_API, "gone.py": OLD_API, "z.py": OLD_API})
-    real_discover = cli.discover
+    real_discover = commands.discover
 
     def discover_then_delete(*args, **kwargs):
         found = real_discover(*args, **kwargs)
         (root / "gone.py").unlink()
         return found
 
-    monkeypatch.setattr(cli, "discover", discover_then_delete)
+    monkeypatch.setattr(commands, "discover", discover_then_delete)
     code, _, err = apply(capsys, root)
     assert code == 2
     assert "gone.py:1: cannot read: No such file or directory" in err
@@ -154,14 +154,14 @@ def test_file_that_vanishes_during_the_run(project, capsys, monkeypatch):
 
 def test_file_changed_on_disk_before_the_write_is_left_alone(project, capsys, monkeypatch):
     root = project({"a.py": OLD_API})
-    real = cli.migrate_files
+    real = commands.migrate_files
 
     def migrate_then_edit(*args, **kwargs):
         for result in real(*args, **kwargs):
             (root / "a.py").write_text(OLD_API + "# edited meanwhile\n")
             yield result
 
-    monkeypatch.setattr(cli, "migrate_files", migrate_then_edit)
+    monkeypatch.setattr(commands, "migrate_files", migrate_then_edit)
     code, _, err = apply(capsys, root)
     assert code == 2 and "a.py:1: not written: the file changed on disk" in err
     assert (root / "a.py").read_text().endswith("# edited meanwhile\n")
