@@ -240,7 +240,7 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         cls._handlers = {}
         _refuse_matcher_decorators(cls)
         # The node types the rule's walk does not enter: those holding nothing it handles.
-        cls._unentered = types_leading_nowhere(handled_node_types(cls) | ALWAYS_ENTERED)
+        cls._unentered = _UNENTERED_WHEN_FIRST_WALKED
 
     def __init__(self, context: CodemodContext) -> None:
         # Rules do not use libcst's matcher decorators (refused above), so the matcher machinery
@@ -609,6 +609,22 @@ class TpuCodemod(VisitorBasedCodemodCommand):
                 self._settle_refused_edits()
             result = _without_markers_repeated_in_header(result)
         return result
+
+
+class _UnenteredWhenFirstWalked:
+    """A rule class's ``_unentered``, worked out on first use and then kept on the class.
+
+    Working it out reads the annotations of every libcst node type (``types_leading_nowhere``),
+    which cost more than importing all the rules: ``rules``, ``explain`` and a re-check whose
+    every file is in the cache never walk a tree, and do not pay for it."""
+
+    def __get__(self, instance: object, owner: type) -> frozenset[type]:
+        unentered = types_leading_nowhere(handled_node_types(owner) | ALWAYS_ENTERED)
+        owner._unentered = unentered  # replaces this (each rule class has its own)
+        return unentered
+
+
+_UNENTERED_WHEN_FIRST_WALKED = _UnenteredWhenFirstWalked()
 
 
 def _refuse_matcher_decorators(rule: type) -> None:
