@@ -24,6 +24,8 @@ from codemods._base import (
 from codemods._loops import ModuleIndex, assigned_pairs
 from migrate.fastcst.traversal import (
     LAYOUT,
+    _concrete_node_types,
+    _concrete_types_of,
     _field_admits,
     _fields_to_walk,
     _node_classes_in,
@@ -531,6 +533,23 @@ def test_a_walk_that_passes_over_fields_rebuilds_nodes_as_libcst_does():
     ours = visit_without_copying(module, _Rename("x", "w"), unentered)
     assert ours.code == module.visit(_Rename("x", "w")).code
     assert ours.code == "f ( w , y = w )  # c\nz = [ w ]\n"
+
+
+def test_the_concrete_types_of_a_node_class_are_its_subclasses():
+    """``_field_admits`` reads subclassing off the MROs: libcst's abstract node classes (ABCMeta)
+    must have no subclasses but the real ones."""
+    concrete = _concrete_types_of()
+    annotated = {
+        held
+        for node_type in _concrete_node_types()
+        for annotation in typing.get_type_hints(node_type).values()
+        for held in _node_classes_in(annotation)
+    }
+    exported = {c for c in vars(cst).values() if isinstance(c, type) and issubclass(c, cst.CSTNode)}
+    assert cst.BaseExpression in annotated and cst.CSTNode in concrete
+    for held in annotated | exported:
+        expected = {c for c in _concrete_node_types() if issubclass(c, held)}
+        assert concrete.get(held, frozenset()) == expected, held.__name__
 
 
 def test_an_annotation_not_understood_may_hold_any_node():
