@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import textwrap
 
-import black
 import libcst as cst
 
 from .linemap import line_opcodes
@@ -69,6 +68,8 @@ def _statement_spans(text: str, line_numbers: set[int]) -> set[tuple[int, int, b
 
 def _format_block(block: str, limit: int, header: bool, newline: str) -> str | None:
     """black-format one statement (or a compound statement's header); None if black declines."""
+    import black  # here: most runs write no long line, and black takes long to import
+
     text = block.replace("\r\n", "\n")
     indent = text[: len(text) - len(text.lstrip(" \t"))]
     source = textwrap.dedent(text)
