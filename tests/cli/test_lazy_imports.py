@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from migrate.rule_table import ROWS, rows_from_rules
 from tests.conftest import OLD_API
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,6 +30,7 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 
 # what none of --help, rules and explain needs: the PR code (jinja2), the verification, the
 # layout (black), the terminal (rich), the engine and the report writers; nor torch, ever
+# (--help and rules not even the rules, nor libcst)
 NOT_FOR_RULES = (
     "black",
     "jinja2",
@@ -77,8 +79,21 @@ def test_a_command_that_fails_to_parse_imports_nothing_more(tmp_path):
     assert not modules & {"codemods", "libcst", "migrate.engine"}
 
 
-def test_rules_and_explain_import_the_rules_and_nothing_they_do_not_need():
-    for argv in (["rules"], ["explain", "TPU101"], ["explain", "TPU241"]):
+def test_rules_prints_its_table_without_importing_a_rule():
+    code, modules = _run("rules")
+    assert code == 0
+    assert "migrate.rule_table" in modules
+    imported = modules & {*NOT_FOR_RULES, "codemods", "libcst"}
+    assert not imported, sorted(imported)
+
+
+def test_the_rules_table_is_what_the_rules_say():
+    """`rules` prints ``ROWS`` where it used to ask each rule: it must be what they say."""
+    assert ROWS == rows_from_rules(), "rewrite it: python -m migrate.rule_table"
+
+
+def test_explain_imports_the_rules_and_nothing_it_does_not_need():
+    for argv in (["explain", "TPU101"], ["explain", "TPU241"]):
         code, modules = _run(*argv)
         assert code == 0, argv
         assert "codemods.tpu101_device_placement" in modules, argv
