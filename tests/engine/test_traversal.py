@@ -11,6 +11,8 @@ import libcst.matchers as m
 import pytest
 from libcst.codemod import CodemodContext, SkipFile
 from libcst.codemod.visitors import AddImportsVisitor
+from libcst.metadata.expression_context_provider import ExpressionContextVisitor
+from libcst.metadata.scope_provider import ScopeVisitor
 
 import codemods
 from codemods._base import (
@@ -32,11 +34,14 @@ from migrate.fastcst.traversal import (
     _reacts_to_fields,
     _types_below,
     children_of,
+    handled_node_types,
+    own_method,
     types_leading_nowhere,
     visit_without_copying,
     visited_fields,
 )
 from codemods.testing import case_sources
+from migrate import metadata
 from migrate.engine import Selection, run_pipeline
 
 REPO = Path(__file__).resolve().parents[2]
@@ -550,6 +555,40 @@ def test_the_concrete_types_of_a_node_class_are_its_subclasses():
     for held in annotated | exported:
         expected = {c for c in _concrete_node_types() if issubclass(c, held)}
         assert concrete.get(held, frozenset()) == expected, held.__name__
+
+
+def _handled_by_every_name(visitor_type: type) -> frozenset[type]:
+    """``handled_node_types`` as it was: every name ``dir`` gives looked at."""
+    handled = set()
+    for name in dir(visitor_type):
+        prefix, _, rest = name.partition("_")
+        node_type = getattr(cst, rest.split("_")[0], None) if rest else None
+        if prefix in ("visit", "leave") and isinstance(node_type, type):
+            if issubclass(node_type, cst.CSTNode) and own_method(visitor_type, name) is not None:
+                handled.add(node_type)
+    return frozenset(handled)
+
+
+def test_the_node_types_a_visitor_handles_are_read_from_its_own_names():
+    class Both(cst.CSTVisitor, cst.CSTTransformer):
+        def leave_Name(self, original_node, updated_node=None):
+            pass
+
+    visitors = [*codemods.PIPELINE, ScopeVisitor, ExpressionContextVisitor, metadata._ScopeVisitor]
+    visitors.append(Both)
+    visitors += [
+        _FieldHandlers,
+        _MatcherFieldHandlers,
+        _Recorder,
+        cst.CSTVisitor,
+        m.MatcherDecoratableTransformer,
+    ]
+    for visitor_type in visitors:
+        assert handled_node_types(visitor_type) == _handled_by_every_name(
+            visitor_type
+        ), visitor_type
+    assert handled_node_types(Both) == {cst.Name}
+    assert handled_node_types(cst.CSTTransformer) == frozenset()
 
 
 def test_an_annotation_not_understood_may_hold_any_node():
