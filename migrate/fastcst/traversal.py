@@ -153,7 +153,7 @@ def _reacts_to_fields(visitor_type: type) -> bool:
     for hook in ("on_visit_attribute", "on_leave_attribute"):
         if getattr(visitor_type, hook) not in _LIBCSTS_FIELD_HOOKS:
             return True
-    for name in dir(visitor_type):
+    for name in _names_not_only_libcsts(visitor_type):  # (libcst's are libcst's)
         if _FIELD_HANDLER.match(name):
             function = getattr(visitor_type, name)
             if not getattr(function, "__module__", "libcst.").startswith("libcst."):
