@@ -41,7 +41,7 @@ from migrate.fastcst.traversal import (
     visited_fields,
 )
 from codemods.testing import case_sources
-from migrate import metadata
+from migrate.fastcst import metadata
 from migrate.engine import Selection, run_pipeline
 
 REPO = Path(__file__).resolve().parents[2]
