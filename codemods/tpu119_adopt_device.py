@@ -157,6 +157,16 @@ class AdoptDevice(TpuCodemod):
             "import torch\n\n\n" "def step(model, x):\n" "    model(x).sum().backward()\n",
             why="no loop: a helper, not a training script",
         ),
+        Valid(
+            "import torch_xla\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\n\n"
+            "def train(model, loader):\n"
+            "    ddp_model = DDP(model)\n"
+            "    optimizer = torch.optim.SGD(ddp_model.parameters(), lr=0.1)\n"
+            "    for x, y in loader:\n"
+            "        loss_fn(ddp_model(x), y).backward()\n"
+            "        torch_xla.sync()\n",
+            why="already an XLA script (its tensors come from an XLA loader): left alone",
+        ),
     ]
 
     INVALID = [
@@ -214,6 +224,8 @@ class AdoptDevice(TpuCodemod):
         ]
         if not backwards or self._places_tensors() or not self.imports_module("torch"):
             return False
+        if self._mentions_device_code():
+            return False
         models = self._models()
         if not models:
             return False
@@ -233,6 +245,13 @@ class AdoptDevice(TpuCodemod):
             + len(plan.after)
         )
         return True
+
+    def _mentions_device_code(self) -> bool:
+        """One of ``DEVICE_WORDS`` is an identifier of the code: it (or a framework) places
+        tensors already, or is on XLA (``may_act`` asks the same of Python's parser)."""
+        return any(
+            type(node) is cst.Name and node.value in DEVICE_WORDS for node in self.index.nodes
+        )
 
     def _places_tensors(self) -> bool:
         """The code already chooses where tensors live: a ``.to()`` with more than a dtype."""
