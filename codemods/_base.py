@@ -26,6 +26,7 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
+from migrate.fastcst import plain_libcst
 from migrate.fastcst.codegen import node_code
 from migrate.fastcst.matchers import MATCHER_ATTRIBUTES
 from migrate.fastcst.facts import FileFacts
@@ -475,7 +476,11 @@ class TpuCodemod(VisitorBasedCodemodCommand):
         try:
             return self._handlers[key]
         except KeyError:
-            function = own_method(type(self), f"{prefix}_{node_type.__name__}")
+            name = f"{prefix}_{node_type.__name__}"
+            if plain_libcst():  # libcst's own lookup, its no-op defaults included
+                function = getattr(type(self), name, None)
+            else:
+                function = own_method(type(self), name)
             self._handlers[key] = function
             return function
 

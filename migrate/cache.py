@@ -1,7 +1,8 @@
 """On-disk cache of per-file results, so an unchanged repository re-checks in a fraction of the time.
 
 An entry is keyed by a hash of: the file's bytes and path, the selection (its full ``repr``, so any
-field a ``Selection`` grows is covered), and a fingerprint of the tool's own code (version plus the
+field a ``Selection`` grows is covered), whether the run is on stock libcst
+(``TPU_MIGRATE_PLAIN_LIBCST``), and a fingerprint of the tool's own code (version plus the
 source of ``migrate`` and ``codemods``: editing a rule invalidates everything it might have said).
 It stores what the engine hands it: everything a ``FileResult`` says besides the source (the new
 text or "unchanged", rule counts, findings, rewrite regions, verify adjustments, unused
@@ -27,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import __version__
+from .fastcst import plain_libcst
 
 CACHE_DIR_NAME = ".tpu-migrate-cache"
 FORMAT = 2
@@ -55,7 +57,8 @@ class ResultCache:
     def __init__(self, directory: Path, selection: object) -> None:
         self.directory = Path(directory).absolute()
         self._selection_key = hashlib.sha256(
-            f"{FORMAT}\0{code_fingerprint()}\0{selection!r}".encode()
+            # (a run on stock libcst must not be answered with the fast layer's results)
+            f"{FORMAT}\0{code_fingerprint()}\0{selection!r}\0{plain_libcst()}".encode()
         ).hexdigest()
 
     def key(self, path: Path, raw: bytes) -> str:

@@ -38,6 +38,7 @@ from codemods._base import (
     VerifyAdjustment,
     tidy_torch_xla_imports,
 )
+from migrate.fastcst import plain_libcst
 from migrate.fastcst.codegen import module_code
 from migrate.fastcst.facts import FileFacts
 
@@ -45,7 +46,7 @@ from .layout import realign_continuation_lines, wrap_long_new_lines
 from .cache import ResultCache
 from .fastcst.imports import visitors_set_up_faster, with_imports_added, with_imports_removed
 from .linemap import LineMap
-from .fastcst.metadata import SharedMetadata
+from .fastcst.metadata import SharedMetadata, StockMetadata, shared_metadata
 from .source import SourceError, SourceFile
 from .suppressions import UnusedSuppression, unused_suppressions
 
@@ -308,6 +309,8 @@ def _rules_that_may_act(text: str, selection: Selection) -> tuple[list[type], bo
     if not triggered:
         return [], False
     facts = FileFacts.of(text)
+    if plain_libcst():  # no pre-filter: every triggered rule gets the file
+        return triggered, facts.parsed
     return [rule for rule in triggered if rule.may_act(facts)], facts.parsed
 
 
@@ -331,7 +334,7 @@ def run_pipeline(
     context.scratch[HAS_SUPPRESSIONS_KEY] = has_suppressions
     details = details if details is not None else PipelineDetails()
     findings: list[Finding] = []
-    shared = SharedMetadata(module, code=original)
+    shared = shared_metadata(module, code=original)
     to_original = LineMap(original, original)  # the current tree's lines -> the user's lines
     edits = _Edits(filename)
     for rule in rules if rules is not None else rules_that_may_act(original, selection):
@@ -442,7 +445,7 @@ def _rewrite_count(context: CodemodContext) -> int:
     return sum(context.scratch.get(REWRITES_KEY, Counter()).values())
 
 
-def _fix_imports(shared: SharedMetadata, context: CodemodContext) -> cst.Module:
+def _fix_imports(shared: SharedMetadata | StockMetadata, context: CodemodContext) -> cst.Module:
     """The rules' import additions and removals, once, on the pipeline's last tree."""
     try:
         with visitors_set_up_faster():

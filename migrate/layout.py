@@ -12,7 +12,7 @@ import textwrap
 import libcst as cst
 
 from .linemap import line_opcodes
-from .fastcst.metadata import Positions
+from .fastcst.metadata import positions_of
 
 BLACK_DEFAULT = 88
 
@@ -45,7 +45,7 @@ def _long_new_line_numbers(old_lines: list[str], new_lines: list[str], limit: in
 
 def _statement_spans(text: str, line_numbers: set[int]) -> set[tuple[int, int, bool]]:
     """(first line, last line, is_compound_header) of the innermost statement holding each line."""
-    positions = Positions(cst.parse_module(text))
+    positions = positions_of(cst.parse_module(text))
     spans: dict[int, tuple[int, int, bool]] = {}
     for node in positions:
         if isinstance(node, cst.SimpleStatementLine):

@@ -40,4 +40,23 @@ The libcst internals touched, and why:
 
 No replacement outlives the call that makes it. ``tests/engine/test_fast_paths.py`` pins each
 internal, so a libcst release that moves one fails a test, not a user's run.
+
+``TPU_MIGRATE_PLAIN_LIBCST=1`` turns every shortcut off: each rule's pass is libcst's
+``Codemod.transform_module`` (its own metadata wrapper, copy included, and ``CSTNode.visit``),
+code is ``Module.code``, the imports are fixed by libcst's visitors on the whole module, and
+every rule the trigger words select runs (the ``FileFacts`` pre-filter is skipped).
+``tests/engine/test_plain_libcst.py`` runs the rule cases, the fixtures and the torch-source sample
+both ways and asserts the same output: a shortcut that disagrees with libcst fails there, and a
+user who suspects one can compare a run with it off.
 """
+
+from __future__ import annotations
+
+import os
+
+PLAIN_LIBCST_VARIABLE = "TPU_MIGRATE_PLAIN_LIBCST"
+
+
+def plain_libcst() -> bool:
+    """Whether this run goes through stock libcst only (read at each use, so a test can set it)."""
+    return os.environ.get(PLAIN_LIBCST_VARIABLE) == "1"

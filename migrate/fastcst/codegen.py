@@ -17,6 +17,8 @@ from typing import Iterator, NamedTuple
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # private: test_fast_paths pins it
 
+from . import plain_libcst
+
 _NOTHING_RECORDED = contextlib.nullcontext()
 
 
@@ -81,6 +83,8 @@ class StatementCode:
 
 def module_code(module: cst.Module, statements: StatementCode | None = None) -> str:
     """``module.code``; with ``statements``, the statements it has seen are not generated again."""
+    if plain_libcst():
+        return module.code
     return "".join(generated_state(module, _PlainCodegenState, statements).tokens)
 
 
@@ -100,6 +104,9 @@ def generated_state(module: cst.Module, state_type: type, statements: StatementC
 def node_code(node: cst.CSTNode, default_indent: str = "    ", default_newline: str = "\n") -> str:
     """``module.code_for_node(node)`` for a module with these defaults (a new module's, by
     default)."""
+    if plain_libcst():
+        module = cst.Module(body=[], default_indent=default_indent, default_newline=default_newline)
+        return module.code_for_node(node)
     state = _PlainCodegenState(default_indent=default_indent, default_newline=default_newline)
     node._codegen(state)
     return "".join(state.tokens)

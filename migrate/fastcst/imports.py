@@ -18,9 +18,10 @@ from typing import Iterable, Iterator
 
 import libcst as cst
 import libcst.matchers._visitors as matcher_visitors  # private: see visitors_set_up_faster
-from libcst.codemod import CodemodContext
+from libcst.codemod import Codemod, CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
+from . import plain_libcst
 from .codegen import module_code
 
 ImportRequest = tuple[str, str | None, str | None]  # (module, obj, asname), libcst's form
@@ -47,6 +48,9 @@ def visitors_set_up_faster() -> Iterator[None]:
     an empty result, the answer libcst's own search gives. A class with some still gets
     libcst's search.
     """
+    if plain_libcst():
+        yield
+        return
     originals = {
         name: getattr(matcher_visitors, name)
         for name in _GATHERERS
@@ -83,6 +87,8 @@ def with_imports_added(module: cst.Module, context: CodemodContext) -> cst.Modul
     statement after it (it adds a blank line there). Given the head up to and including that
     statement, it gives the same head; the rest of the body is kept as it is.
     """
+    if plain_libcst():
+        return Codemod.transform_module(AddImportsVisitor(context), module)
     body = module.body
     end = 1  # the first statement may be a docstring, which the visitor steps over
     while end < len(body) and _is_single_import(body[end]):
@@ -115,6 +121,8 @@ def with_imports_removed(
     visitor does not count as a use (an attribute such as ``torch.autocast``, a comment). Then
     it is unused, as in the first case (``_never_used``).
     """
+    if plain_libcst():
+        return None
     requests: list[ImportRequest] = context.scratch.get(RemoveImportsVisitor.CONTEXT_KEY, [])
     code = module_code(module) if code is None else code  # (the caller may have it)
     statements = _top_level_statements_with_imports(module)

@@ -42,6 +42,7 @@ from libcst.metadata.scope_provider import (  # private: see _ScopeVisitor
     ScopeVisitor,
 )
 
+from . import plain_libcst
 from .codegen import Generated, StatementCode, generated_state, module_code
 from .traversal import (
     LAYOUT,
@@ -50,6 +51,50 @@ from .traversal import (
     types_leading_nowhere,
     visit_without_copying,
 )
+
+
+def shared_metadata(
+    module: cst.Module, code: str | None = None
+) -> "SharedMetadata | StockMetadata":
+    """The metadata of a pipeline's trees: shared between the rules, or with
+    ``TPU_MIGRATE_PLAIN_LIBCST=1`` computed by libcst for each pass."""
+    return StockMetadata(module, code) if plain_libcst() else SharedMetadata(module, code)
+
+
+def positions_of(module: cst.Module) -> Mapping:
+    """node -> ``CodeRange`` for every node of ``module`` (libcst's ``PositionProvider``)."""
+    if plain_libcst():
+        return MetadataWrapper(module).resolve(PositionProvider)
+    return Positions(module)
+
+
+class StockMetadata:
+    """``SharedMetadata``'s interface, on libcst alone: each pass is ``Codemod.transform_module``,
+    which wraps the tree (a copy) and resolves the pass's providers on it, as libcst's own
+    codemod runner does. The imports are left to the engine, which fixes them once."""
+
+    statements = None  # (nothing generated is reused: ``module_code`` is ``Module.code``)
+
+    def __init__(self, module: cst.Module, code: str | None = None) -> None:
+        self.module = module
+        self._code = code
+
+    def transform(self, rule: Codemod, on_demand: bool = True) -> cst.Module:
+        return Codemod.transform_module(rule, self.module)
+
+    def advance(self, new_module: cst.Module, edited: bool, code: str | None = None) -> cst.Module:
+        if new_module is not self.module:
+            self.module, self._code = new_module, code
+        return new_module
+
+    @property
+    def code(self) -> str:
+        if self._code is None:
+            self._code = self.module.code
+        return self._code
+
+    def release(self) -> None:
+        pass
 
 
 class SharedMetadata:

@@ -23,6 +23,8 @@ from typing import Union
 import libcst as cst
 import libcst.matchers as m
 
+from . import plain_libcst
+
 VisitResult = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
 
 # On the paths that run for every node, node types are compared with ``type(node) is``, not
@@ -46,6 +48,8 @@ def visit_without_copying(
 
     ``unentered``: node types the visitor has nothing to do in (``types_leading_nowhere``). A
     child of one of those types is not visited at all, and stays as it is."""
+    if plain_libcst():
+        return node.visit(visitor)
     fields_hooked = _reacts_to_fields(type(visitor))
     if isinstance(visitor, cst.CSTVisitor):
         _read(node, visitor, fields_hooked, unentered)
@@ -234,6 +238,8 @@ def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
 
     libcst's ``children`` rebuilds the node through a visitor to find them; reading the fields
     ``visited_fields`` names is many times cheaper."""
+    if plain_libcst():
+        return list(node.children)
     fields = visited_fields(node)
     if fields is None:
         return list(node.children)
