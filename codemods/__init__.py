@@ -31,8 +31,9 @@ statement edits.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
+from ._aliases import ALIASES, match, parts_of, split_from
 from ._base import Finding, FindingDoc, ImportSpec, Invalid, Safety, TpuCodemod, Valid
 from .tpu101_device_placement import DevicePlacement
 from .tpu102_step_boundary import StepBoundary
@@ -81,6 +82,7 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
 )
 
 __all__ = [
+    "ALIASES",
     "PIPELINE",
     "Finding",
     "FindingDoc",
@@ -91,8 +93,11 @@ __all__ = [
     "Valid",
     "all_codes",
     "code_selected",
+    "options_by_rule",
+    "parts_of",
     "rule_by_code",
     "select_rules",
+    "split_from",
 ]
 
 
@@ -114,12 +119,48 @@ def rule_by_code(code: str) -> type[TpuCodemod]:
 
 
 def code_selected(code: str, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> bool:
-    """ruff-style selection: prefixes allowed; the longest matching prefix wins, ignore on ties."""
+    """ruff-style selection: prefixes allowed; the most specific match wins, ignore on ties.
+
+    The code of a rule that was split stands for all of its parts (``codemods/_aliases.py``):
+    it names each part as specifically as the part's own code, but a selector that names the
+    part by its own code (or a prefix of it of the same length) wins over the alias.
+    """
+    nothing = (-1, 0)
     select_match = max(
-        (len(p) for p in select if code.startswith(p.upper())), default=-1 if select else 0
+        (found for p in select if (found := match(p, code)) is not None),
+        default=nothing if select else (0, 0),
     )
-    ignore_match = max((len(p) for p in ignore if code.startswith(p.upper())), default=-1)
-    return select_match >= 0 and select_match > ignore_match
+    ignore_match = max(
+        (found for p in ignore if (found := match(p, code)) is not None), default=nothing
+    )
+    return select_match > nothing and select_match > ignore_match
+
+
+def options_by_rule(
+    options: Mapping[str, Mapping[str, object]] | None,
+) -> dict[str, dict[str, object]]:
+    """``[tool.tpu-migrate.options.CODE]`` tables -> {rule code: {option: value}}.
+
+    A table of an old code that was split goes to each of its parts (itself included) that has
+    the option; a table of a rule's own code wins over the alias's. Options no rule of the code
+    has are dropped here (the configuration reports them)."""
+    rules = {rule.CODE: rule for rule in PIPELINE}
+    by_rule: dict[str, dict[str, object]] = {}
+    own: dict[str, dict[str, object]] = {}
+    for code, values in (options or {}).items():
+        code = code.upper()
+        for part in parts_of(code):
+            rule = rules.get(part)
+            if rule is None:
+                continue
+            known = {name: value for name, value in values.items() if name in rule.OPTIONS}
+            if part == code:
+                own.setdefault(part, {}).update(known)
+            elif known:
+                by_rule.setdefault(part, {}).update(known)
+    for code, values in own.items():
+        by_rule.setdefault(code, {}).update(values)
+    return by_rule
 
 
 def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list[type[TpuCodemod]]:

@@ -40,6 +40,8 @@ from migrate.fastcst.traversal import (
     visit_without_copying,
 )
 
+from . import _aliases as aliases
+
 MARKER_PREFIX = "# TODO(tpu-migrate):"
 FINDINGS_KEY = "tpu_migrate.findings"
 REWRITES_KEY = "tpu_migrate.rewrites"
@@ -54,7 +56,8 @@ HAS_SUPPRESSIONS_KEY = "tpu_migrate.has_suppressions"
 # it leave the file alone (``TpuCodemod.keep_file_off_xla``).
 OFF_XLA_KEY = "tpu_migrate.file_stays_off_xla"
 
-# ``# tpu-migrate: ignore`` (every code) or ``# tpu-migrate: ignore[TPU201, TPU1]`` (prefixes).
+# ``# tpu-migrate: ignore`` (every code) or ``# tpu-migrate: ignore[TPU201, TPU1]`` (prefixes; the
+# code of a rule that was split names its parts too).
 SUPPRESSION_PATTERN = re.compile(r"#.*?\btpu-migrate:\s*ignore\b(?:\[([^\]]*)\])?", re.IGNORECASE)
 STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
@@ -121,10 +124,11 @@ class Suppression:
     codes: tuple[str, ...] = ()
 
     def token_for(self, code: str) -> str | None:
-        """The code as written that suppresses ``code`` here ("" for a bare ignore), else None."""
+        """The code as written that suppresses ``code`` here ("" for a bare ignore), else None;
+        the code of a rule that was split suppresses each of its parts (``_aliases.py``)."""
         if not self.codes:
             return ""
-        return next((token for token in self.codes if code.startswith(token)), None)
+        return next((token for token in self.codes if aliases.names(token, code)), None)
 
 
 def parse_suppression(comment: str) -> tuple[str, ...] | None:

@@ -151,11 +151,16 @@ def _cmd_check(args) -> int:
 
 
 def _cmd_rules(args) -> int:
-    from .rule_table import ROWS as rows  # the rules' own words, without importing them
+    from .rule_table import ALIASES, ROWS as rows  # the rules' own words, without importing them
 
     width = max(len(row[1]) for row in rows)
     for code, name, safety, summary in rows:
         print(f"{code}  {name:<{width}}  {safety:<8}  {summary}")
+    if ALIASES:
+        print()
+        print("Split rules (the old code still selects, ignores, suppresses and configures all):")
+        for old, parts in ALIASES.items():
+            print(f"{old}  = {', '.join((old, *parts))}")
     return EXIT_OK
 
 
@@ -175,6 +180,7 @@ def _cmd_explain(args) -> int:
         print()
     print(f"{rule.CODE} {rule.NAME} ({rule.SAFETY.value})")
     print(rule.SUMMARY)
+    _print_split(codemods, rule)
     if rule.FINDINGS:
         print()
         for code, summary in rule.FINDINGS.items():
@@ -187,3 +193,22 @@ def _cmd_explain(args) -> int:
         for name, default in rule.OPTIONS.items():
             print(f"    {name} = {json.dumps(default)}")
     return EXIT_OK
+
+
+def _print_split(codemods, rule) -> None:
+    """For a rule that was split, or split off from another: what its old code stands for."""
+    old = codemods.split_from(rule.CODE) or rule.CODE
+    parts = codemods.parts_of(old)
+    if len(parts) == 1:
+        return
+    print()
+    if old == rule.CODE:
+        print(f"{old} was split into {len(parts)} rules; it still names all of them in --select,")
+        print("--ignore, suppression comments and [tool.tpu-migrate] (select, ignore, options):")
+    else:
+        print(f"Split off from {old}, which still names this rule too in --select, --ignore,")
+        print("suppression comments and [tool.tpu-migrate] (select, ignore, options). The parts:")
+    for part in parts:
+        part_rule = codemods.rule_by_code(part)
+        main = " (the main part, documented here)" if part == rule.CODE == old else ""
+        print(f"    {part} {part_rule.NAME}: {part_rule.SUMMARY}{main}")

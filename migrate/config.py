@@ -10,6 +10,9 @@ paths given (like ruff and black), validated strictly, overridden by command-lin
 
     [tool.tpu-migrate.options.TPU114]
     bucket_size = 64               # options a rule declares in its OPTIONS
+
+The code of a rule that was split into several (``codemods/_aliases.py``) keeps naming all its
+parts: in ``select``, ``ignore`` and as the key of an options table.
 """
 
 from __future__ import annotations
@@ -127,6 +130,8 @@ def _codes(table: dict, key: str, where: str) -> tuple[str, ...]:
 
 
 def _rule_options(options: object, where: str) -> dict[str, dict[str, object]]:
+    """The options tables, checked, as {rule code: {option: value}}: the table of a code that
+    was split goes to each of its parts that has the option (``codemods.options_by_rule``)."""
     if not isinstance(options, dict):
         raise ConfigError(
             f"{where} options: expected tables such as [tool.tpu-migrate.options.TPU101]"
@@ -140,16 +145,27 @@ def _rule_options(options: object, where: str) -> dict[str, dict[str, object]]:
             raise ConfigError(f"{key}: {code!r} is not a rule code; `tpu-migrate rules` lists them")
         if not isinstance(values, dict):
             raise ConfigError(f"{key}: expected a table of options")
+        parts = [rules[part] for part in codemods.parts_of(rule.CODE) if part in rules]
         for name, value in values.items():
-            _check_option(rule, name, value, f"{key}.{name}")
+            owners = [part for part in parts if name in part.OPTIONS]
+            if not owners:
+                known = ", ".join(sorted({o for part in parts for o in part.OPTIONS})) or "none"
+                also = "" if len(parts) == 1 else f" nor do its parts {_listed(parts[1:])}"
+                raise ConfigError(
+                    f"{key}.{name}: {rule.CODE} has no option {name!r}{also} "
+                    f"({'its' if len(parts) == 1 else 'their'} options: {known})"
+                )
+            for owner in owners:
+                _check_option(owner, name, value, f"{key}.{name}")
         checked[rule.CODE] = dict(values)
-    return checked
+    return codemods.options_by_rule(checked)
+
+
+def _listed(rules: Sequence[type]) -> str:
+    return ", ".join(rule.CODE for rule in rules)
 
 
 def _check_option(rule: type, name: str, value: object, key: str) -> None:
-    if name not in rule.OPTIONS:
-        known = ", ".join(sorted(rule.OPTIONS)) or "none"
-        raise ConfigError(f"{key}: {rule.CODE} has no option {name!r} (its options: {known})")
     default = rule.OPTIONS[name]
     if isinstance(value, dict):  # options travel to worker processes in a hashable Selection
         raise ConfigError(f"{key}: expected a value or a list, not a table")

@@ -116,9 +116,10 @@ class Selection:
             for code in rule.FINDINGS
             if not codemods.code_selected(code, select, ignore)
         )
+        # (an old code that was split gives its options to its parts: codemods/_aliases.py)
         frozen = tuple(
-            (code.upper(), tuple(sorted((name, _frozen(v)) for name, v in values.items())))
-            for code, values in sorted((options or {}).items())
+            (code, tuple(sorted((name, _frozen(v)) for name, v in values.items())))
+            for code, values in sorted(codemods.options_by_rule(options).items())
         )
         return cls(tuple(rule.CODE for rule in rules), disabled, frozen)
 

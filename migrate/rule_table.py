@@ -2,8 +2,10 @@
 the command imports no rule: a rule is a libcst codemod, and importing libcst's codemod and matcher
 modules alone takes more than twice as long as ``import libcst`` (bench/startup.py).
 
-``ROWS`` is generated from the rules; tests/cli/test_lazy_imports.py fails when it is not what they
-say. After adding a rule or changing a rule's code, name, safety, summary or findings, rewrite it:
+``ROWS`` is generated from the rules, and ``ALIASES`` from ``codemods/_aliases.py`` (the codes of
+rules that were split, and the codes of their parts); tests/cli/test_lazy_imports.py fails when they
+are not what the rules say. After adding a rule, splitting one or changing a rule's code, name,
+safety, summary or findings, rewrite them:
 
     python -m migrate.rule_table
 """
@@ -28,15 +30,26 @@ def rows_from_rules() -> tuple[Row, ...]:
     return tuple(sorted(rows, key=lambda row: row[0]))
 
 
+def aliases_from_rules() -> dict[str, tuple[str, ...]]:
+    """Old code -> the codes of the rules split off from it (``codemods/_aliases.py``)."""
+    from codemods._aliases import ALIASES
+
+    return dict(sorted(ALIASES.items()))
+
+
 def main() -> int:
-    """Rewrite ``ROWS`` below from the rules."""
+    """Rewrite ``ROWS`` and ``ALIASES`` below from the rules."""
     import black
 
     path = Path(__file__)
     head, rest = path.read_text(encoding="utf-8").split(f"\n{_BEGIN}\n", 1)
     tail = rest.split(f"\n{_END}\n", 1)[1]
     rows = "".join(f"    {row!r},\n" for row in rows_from_rules())
-    text = f"{head}\n{_BEGIN}\nROWS: tuple[Row, ...] = (\n{rows})\n{_END}\n{tail}"
+    aliases = "".join(f"    {old!r}: {parts!r},\n" for old, parts in aliases_from_rules().items())
+    text = (
+        f"{head}\n{_BEGIN}\nROWS: tuple[Row, ...] = (\n{rows})\n"
+        f"ALIASES: dict[str, tuple[str, ...]] = {{\n{aliases}}}\n{_END}\n{tail}"
+    )
     mode = black.Mode(line_length=100)  # as [tool.black] in pyproject.toml
     path.write_text(black.format_str(text, mode=mode), encoding="utf-8")
     return 0
@@ -313,6 +326,7 @@ ROWS: tuple[Row, ...] = (
         "Hogwild training shares CPU memory between processes: it does not carry over to XLA, the file stays on the CPU",
     ),
 )
+ALIASES: dict[str, tuple[str, ...]] = {}
 # (end of the generated rows)
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Collection, Iterable
 
+from codemods._aliases import names_any
 from codemods._base import Suppression, parse_suppression
 
 UNUSED_SUPPRESSION = "unused-suppression"  # the id reports use for these (not a rule code)
@@ -72,8 +73,9 @@ def unused_suppressions(
         for token in suppression.codes or ("",):
             if (suppression.line, token) in used:
                 continue
-            known = not token or any(code.startswith(token) for code in known_codes)
-            ran = not token or any(code.startswith(token) for code in active_codes)
+            # (the code of a rule that was split names its parts: codemods/_aliases.py)
+            known = not token or names_any(token, known_codes)
+            ran = not token or names_any(token, active_codes)
             if ran or not known:
                 unused.append(UnusedSuppression(suppression.line, column, token, known))
     return unused

@@ -1,0 +1,205 @@
+"""The code of a rule that was split keeps naming all of its parts (codemods/_aliases.py):
+selection, ignore, suppressions, options, `explain` and `rules`.
+
+Checked on two stand-in rules, as if TPU196 had been split into TPU196 and TPU187 (a part's code
+is the next free one, so it may share no prefix with the old code but ``TPU1``)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import libcst as cst
+import pytest
+
+import codemods
+import migrate.rule_table
+from codemods import _aliases
+from codemods._base import Safety, Suppression, TpuCodemod
+from migrate.cli import main
+from migrate.engine import Selection, migrate_file
+from tests.cli.test_config import pyproject
+
+
+class _Renames(TpuCodemod):
+    """What it does / Why / Example: renames ``OLD`` to ``NEW`` (for the plumbing)."""
+
+    OLD: ClassVar[str]
+    NEW: ClassVar[str]
+    OPTIONS: ClassVar[dict[str, object]] = {"suffix": ""}
+
+    def leave_Name(self, original_node, updated_node):
+        if original_node.value != self.OLD:
+            return updated_node
+        self.record_rewrite()
+        return cst.Name(self.NEW + str(self.option("suffix")))
+
+
+class _Main(_Renames):
+    CODE, NAME, SUMMARY, SAFETY = "TPU196", "main-part", "renames a", Safety.SAFE
+    OLD, NEW = "a", "A"
+    OPTIONS: ClassVar[dict[str, object]] = {"suffix": "", "only_main": 0}
+
+
+class _Part(_Renames):
+    CODE, NAME, SUMMARY, SAFETY = "TPU187", "split-part", "renames b", Safety.SAFE
+    OLD, NEW = "b", "B"
+    FINDINGS = {"TPU287": "a finding of the part"}
+
+
+@pytest.fixture
+def split(monkeypatch):
+    monkeypatch.setattr(codemods, "PIPELINE", (*codemods.PIPELINE, _Main, _Part))
+    monkeypatch.setattr(_aliases, "ALIASES", {"TPU196": ("TPU187",)})
+    monkeypatch.setattr(migrate.rule_table, "ALIASES", {"TPU196": ("TPU187",)})
+
+
+def selected(select=(), ignore=()) -> list[str]:
+    codes = [r.CODE for r in codemods.select_rules(select, ignore)]
+    return [code for code in codes if code in ("TPU196", "TPU187")]
+
+
+@pytest.mark.parametrize(
+    "select, ignore, expected",
+    [
+        ((), (), ["TPU196", "TPU187"]),
+        (["TPU196"], (), ["TPU196", "TPU187"]),  # the old code: every part
+        (["tpu196"], (), ["TPU196", "TPU187"]),
+        ((), ["TPU196"], []),
+        (["TPU1"], ["TPU196"], []),  # more specific than the prefix
+        (["TPU19"], (), ["TPU196", "TPU187"]),  # a prefix of the old code covers its parts
+        (["TPU18"], (), ["TPU187"]),  # the part's own prefix does not cover the main part
+        (["TPU196"], ["TPU187"], ["TPU196"]),  # the part by its own code wins over the alias
+        (["TPU187"], ["TPU196"], ["TPU187"]),
+        (["TPU187"], (), ["TPU187"]),
+        (["TPU19"], ["TPU18"], ["TPU196"]),  # equal length: the part's own prefix wins
+    ],
+)
+def test_the_old_code_selects_and_ignores_every_part(split, select, ignore, expected):
+    assert selected(select, ignore) == expected
+
+
+def test_parts_and_their_old_code(split):
+    assert codemods.parts_of("tpu196") == ("TPU196", "TPU187")
+    assert codemods.parts_of("TPU187") == ("TPU187",)
+    assert codemods.split_from("TPU187") == "TPU196"
+    assert codemods.split_from("TPU196") is None
+
+
+def test_findings_of_a_part_follow_its_selection(split):
+    selection = Selection.from_options(["TPU196", "TPU2"])
+    assert {"TPU196", "TPU187", "TPU287"} <= selection.active_codes()
+    assert "TPU287" not in Selection.from_options(["TPU196", "TPU2"], ["TPU187"]).active_codes()
+    # a finding selected alone runs the part that reports it, not the old code's main part
+    assert Selection.from_options(["TPU287"]).rule_codes == ("TPU187",)
+
+
+def test_a_suppression_of_the_old_code_suppresses_every_part(split, project):
+    assert Suppression(1, ("TPU196",)).token_for("TPU187") == "TPU196"
+    assert Suppression(1, ("TPU19",)).token_for("TPU187") == "TPU19"
+    assert Suppression(1, ("TPU196",)).token_for("TPU287") is None  # a finding: by its own code
+    source = "import torch\n\nx = a + b  # tpu-migrate: ignore[TPU196]\ny = a + b\n"
+    root = project({"t.py": source})
+    result = migrate_file(root / "t.py", Selection.from_options(["TPU196"]))
+    assert result.new_text.splitlines()[2:] == [
+        "x = a + b  # tpu-migrate: ignore[TPU196]",
+        "y = A + B",
+    ]
+    assert result.applied == {"TPU196": 1, "TPU187": 1}
+    assert result.unused_suppressions == []
+    # only the part runs: the old code still hides its rewrite, and is not unused
+    part_only = migrate_file(root / "t.py", Selection.from_options(["TPU187"]))
+    assert part_only.new_text.splitlines()[2:] == [
+        "x = a + b  # tpu-migrate: ignore[TPU196]",
+        "y = a + B",
+    ]
+    assert part_only.unused_suppressions == []
+
+
+def test_a_suppression_of_the_old_code_that_hides_nothing_is_unused(split, project):
+    root = project({"t.py": "import torch\n\nx = 1  # tpu-migrate: ignore[TPU196]\n"})
+    result = migrate_file(root / "t.py", Selection.from_options(["TPU187"]))
+    assert [(u.line, u.code) for u in result.unused_suppressions] == [(3, "TPU196")]
+
+
+def test_options_of_the_old_code_reach_the_parts_that_have_them(split):
+    by_rule = codemods.options_by_rule({"TPU196": {"suffix": "1", "only_main": 2}})
+    assert by_rule == {"TPU196": {"suffix": "1", "only_main": 2}, "TPU187": {"suffix": "1"}}
+    # a part's own table wins over its old code's, whichever comes first
+    for tables in (
+        {"TPU196": {"suffix": "1"}, "TPU187": {"suffix": "2"}},
+        {"TPU187": {"suffix": "2"}, "TPU196": {"suffix": "1"}},
+    ):
+        assert codemods.options_by_rule(tables) == {
+            "TPU196": {"suffix": "1"},
+            "TPU187": {"suffix": "2"},
+        }
+    assert codemods.options_by_rule(by_rule) == by_rule  # resolving twice changes nothing
+
+
+def test_options_table_of_the_old_code_in_pyproject(split, project, capsys):
+    root = project(
+        {
+            "pyproject.toml": pyproject(
+                "[tool.tpu-migrate]\nselect = ['TPU196']\n\n"
+                "[tool.tpu-migrate.options.TPU196]\nsuffix = '_x'\n"
+            ),
+            "t.py": "import torch\n\nx = a + b\n",
+        }
+    )
+    assert main(["apply", "-j", "1", "--no-cache", str(root)]) == 0
+    assert (root / "t.py").read_text().splitlines()[-1] == "x = A_x + B_x"
+    capsys.readouterr()
+
+
+def test_unknown_option_of_a_split_code_names_its_parts(split, project, capsys):
+    root = project(
+        {
+            "pyproject.toml": pyproject(
+                "[tool.tpu-migrate]\n\n[tool.tpu-migrate.options.TPU196]\nsize = 1\n"
+            ),
+            "t.py": "import torch\n",
+        }
+    )
+    assert main(["check", str(root)]) == 3
+    err = capsys.readouterr().err
+    assert "options.TPU196.size: TPU196 has no option 'size' nor do its parts TPU187" in err
+    assert "(their options: only_main, suffix)" in err
+
+
+def test_explain_says_what_an_old_code_became(split, capsys):
+    assert main(["explain", "TPU196"]) == 0
+    out = capsys.readouterr().out
+    assert "TPU196 was split into 2 rules" in out
+    assert "    TPU196 main-part: renames a (the main part, documented here)" in out
+    assert "    TPU187 split-part: renames b" in out
+    assert main(["explain", "tpu187"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("TPU187 split-part (safe)\nrenames b\n")
+    assert "Split off from TPU196" in out
+
+
+def test_rules_lists_the_split_codes(split, capsys):
+    assert main(["rules"]) == 0
+    assert "TPU196  = TPU196, TPU187" in capsys.readouterr().out
+
+
+def test_aliases_are_data_about_real_rules():
+    """Each old code is a rule's code (its main part), each part a rule of its own, split from
+    one old code only, and the parts run right after their main part (where the old rule ran)."""
+    order = [rule.CODE for rule in codemods.PIPELINE]
+    seen: set[str] = set()
+    for old, parts in codemods.ALIASES.items():
+        assert old in order and parts and not seen & set(parts)
+        seen.update(parts)
+        assert all(part in order and part not in codemods.ALIASES for part in parts)
+        positions = sorted(order.index(code) for code in (old, *parts))
+        assert positions == list(range(positions[0], positions[0] + len(positions)))
+    assert migrate.rule_table.ALIASES == codemods.ALIASES, "rewrite: python -m migrate.rule_table"
+
+
+def test_split_rules_are_documented_in_the_readme():
+    readme = (migrate.rule_table.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for old, parts in codemods.ALIASES.items():
+        for code in (old, *parts):
+            assert f"| {code} |" in readme, f"README's rules table lacks {code}"
+        assert f"{old} = {' + '.join((old, *parts))}" in readme, f"README lacks the {old} alias"
