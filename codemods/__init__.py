@@ -4,8 +4,10 @@ Order matters. TPU120 (Hogwild) runs first: a file it reports stays on the CPU, 
 runs no later rule on it. Then old torch_xla spellings are modernised first, then devices are chosen (and models
 put on them before their optimizers are built), CUDA runtime calls mapped, batch shapes made static
 (TPU113 drop_last, TPU114 bucket padding: they read the user's own ``DataLoader(...)`` and
-``pad_sequence(...)`` calls, before TPU103 wraps the loaders in MpDeviceLoader), loaders wrapped,
-then the step boundary is placed (it needs to know whether the loop iterates an MpDeviceLoader),
+``pad_sequence(...)`` calls, before TPU103 wraps the loaders in MpDeviceLoader), loaders wrapped
+(TPU123 drops ``pin_memory``/``non_blocking`` first, so that a loader wrapped in a ``for`` header
+reads as it will; TPU122 then drops the per-batch copies in the loops TPU103 wrapped: the three were
+one rule, TPU103, and run where it ran), then the step boundary is placed (it needs to know whether the loop iterates an MpDeviceLoader),
 and then the host reads are moved out of the step (TPU115 needs to know where the boundary is: a
 read before it is mid-step, and its step closures run at it).
 
@@ -56,6 +58,8 @@ from .tpu118_inference_mode import InferenceMode
 from .tpu119_adopt_device import AdoptDevice
 from .tpu120_hogwild import Hogwild
 from .tpu121_moving_slices import MovingSlices
+from .tpu122_batch_copies import BatchCopies
+from .tpu123_pin_memory import PinMemory
 
 PIPELINE: tuple[type[TpuCodemod], ...] = (
     Hogwild,
@@ -73,7 +77,9 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     MaskedWrites,
     StaticBatchShapes,
     StaticPadding,
+    PinMemory,
     ParallelLoader,
+    BatchCopies,
     StepBoundary,
     HostSyncs,
     XlaRng,

@@ -18,7 +18,11 @@ from typing import Iterable
 
 # old code (still the code of its main part) -> the codes of the rules split off from it, in
 # pipeline order. Data, not code: a split adds a line here.
-ALIASES: dict[str, tuple[str, ...]] = {}
+ALIASES: dict[str, tuple[str, ...]] = {
+    # wrap loaders in pl.MpDeviceLoader; TPU122 drops the per-batch copies in their loops,
+    # TPU123 pin_memory and non_blocking
+    "TPU103": ("TPU122", "TPU123"),
+}
 
 
 def parts_of(code: str) -> tuple[str, ...]:

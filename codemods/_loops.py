@@ -15,7 +15,7 @@ from typing import Iterable, Iterator, Sequence
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
-from ._base import TpuCodemod, children_of, dotted_name, walk_all, walk_pruned
+from ._base import TpuCodemod, children_of, code_of, dotted_name, walk_all, walk_pruned
 from migrate.fastcst.traversal import LAYOUT
 from migrate.fastcst.facts import FileFacts
 
@@ -143,6 +143,26 @@ def is_per_device_loader_call(node: cst.CSTNode) -> bool:
         isinstance(node, cst.Call)
         and isinstance(node.func, cst.Attribute)
         and node.func.attr.value == "per_device_loader"
+    )
+
+
+def device_loader_device(call: cst.Call) -> str:
+    """How the device of ``pl.MpDeviceLoader(loader, device)`` (or of the pre-2.0
+    ``para_loader.per_device_loader(device)``) is spelled; ``torch_xla.device()`` when unsaid."""
+    positional = positional_arguments(call)
+    device_position = 0 if is_per_device_loader_call(call) else 1
+    if len(positional) > device_position:
+        return code_of(positional[device_position].value)
+    keyword = next((a for a in call.args if a.keyword and a.keyword.value == "device"), None)
+    return code_of(keyword.value) if keyword else "torch_xla.device()"
+
+
+def in_generator(index: "ModuleIndex", loop: cst.For) -> bool:
+    """``loop`` is in a generator function: a data pipeline stage re-yielding batches, not a
+    consumer of them."""
+    owner = index.owner(loop)
+    return isinstance(owner, cst.FunctionDef) and any(
+        isinstance(node, cst.Yield) for node in walk_code(owner.body)
     )
 
 

@@ -76,7 +76,7 @@ ROWS: tuple[Row, ...] = (
         "TPU103",
         "parallel-loader",
         "semantic",
-        "Iterate DataLoaders through pl.MpDeviceLoader, drop per-batch .to(device) and pin_memory",
+        "Iterate DataLoaders through pl.MpDeviceLoader (a wrapper built once, on XLA devices)",
     ),
     (
         "TPU104",
@@ -185,6 +185,18 @@ ROWS: tuple[Row, ...] = (
         "moving-slices",
         "semantic",
         "A slice whose start moves every step becomes index_select (one XLA graph)",
+    ),
+    (
+        "TPU122",
+        "batch-copies",
+        "safe",
+        "Drop per-batch .to(device) in loops over pl.MpDeviceLoader: its batches are there",
+    ),
+    (
+        "TPU123",
+        "pin-memory",
+        "safe",
+        "Drop pin_memory and non_blocking: CUDA host-copy knobs that warn or fail on XLA",
     ),
     ("TPU201", "(finding of TPU104)", "manual", "CUDA-only API with no XLA equivalent"),
     (
@@ -326,7 +338,9 @@ ROWS: tuple[Row, ...] = (
         "Hogwild training shares CPU memory between processes: it does not carry over to XLA, the file stays on the CPU",
     ),
 )
-ALIASES: dict[str, tuple[str, ...]] = {}
+ALIASES: dict[str, tuple[str, ...]] = {
+    "TPU103": ("TPU122", "TPU123"),
+}
 # (end of the generated rows)
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ is the next free one, so it may share no prefix with the old code but ``TPU1``).
 
 from __future__ import annotations
 
+import textwrap
 from typing import ClassVar
 
 import libcst as cst
@@ -203,3 +204,47 @@ def test_split_rules_are_documented_in_the_readme():
         for code in (old, *parts):
             assert f"| {code} |" in readme, f"README's rules table lacks {code}"
         assert f"{old} = {' + '.join((old, *parts))}" in readme, f"README lacks the {old} alias"
+
+
+# ---------------------------------------------------------------- the real splits
+LOADER_LOOP = textwrap.dedent("""\
+    import torch
+    import torch_xla
+    from torch.utils.data import DataLoader
+
+    device = torch_xla.device()
+    loader = DataLoader(ds, batch_size=8, pin_memory=True)
+    for x, y in loader:  # tpu-migrate: ignore[TPU103]
+        x = x.to(device, non_blocking=True)
+    for x, y in loader:
+        x = x.to(device, non_blocking=True)
+    """)
+
+
+def test_tpu103_stands_for_the_loader_wrapper_the_batch_copies_and_pin_memory():
+    assert codemods.parts_of("TPU103") == ("TPU103", "TPU122", "TPU123")
+    assert [r.CODE for r in codemods.select_rules(["TPU103"])] == ["TPU123", "TPU103", "TPU122"]
+    assert {"TPU123", "TPU103", "TPU122"} <= {r.CODE for r in codemods.select_rules(["TPU10"])}
+    ignored = {r.CODE for r in codemods.select_rules(ignore=["TPU103"])}
+    assert not ignored & {"TPU103", "TPU122", "TPU123"}
+
+
+def test_a_tpu103_suppression_still_keeps_every_part_off_its_statement(project):
+    root = project({"train.py": LOADER_LOOP})
+    result = migrate_file(root / "train.py", Selection.from_options())
+    assert result.error is None and result.unused_suppressions == []
+    lines = result.new_text.splitlines()
+    assert "    x = x.to(device, non_blocking=True)" in lines  # the suppressed loop, untouched
+    assert lines.count("    x = x.to(device, non_blocking=True)") == 1
+    assert "loader = DataLoader(ds, batch_size=8)" in lines
+    assert set(result.applied) == {"TPU103", "TPU122", "TPU123"}
+
+
+def test_explain_tpu103_names_its_parts(capsys):
+    assert main(["explain", "TPU103"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("TPU103 parallel-loader (semantic)\n")
+    assert "TPU103 was split into 3 rules" in out
+    assert "    TPU122 batch-copies: " in out and "    TPU123 pin-memory: " in out
+    assert main(["explain", "TPU122"]) == 0
+    assert "Split off from TPU103" in capsys.readouterr().out

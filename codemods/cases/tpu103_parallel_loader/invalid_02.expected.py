@@ -1,16 +1,38 @@
 import torch
+import torch.nn.functional as F
 import torch_xla
 import torch_xla.distributed.parallel_loader as pl
 
 
-def main(args):
-    loader = torch.utils.data.DataLoader(ds, batch_size=32, num_workers=4)
-    device = torch_xla.device()
-    model = Net().to(device)
-    device_loader = pl.MpDeviceLoader(loader, device)
+def train(args, model, device, train_loader, optimizer, epoch):
+    model.train()
+    for batch_idx, (data, target) in enumerate(pl.MpDeviceLoader(train_loader, device)):
+        data, target = data.to(device), target.to(device)
+        optimizer.zero_grad()
+        output = model(data)
+        loss = F.nll_loss(output, target)
+        loss.backward()
+        optimizer.step()
+        if batch_idx % args.log_interval == 0:
+            print(batch_idx * len(data), len(train_loader.dataset), loss.item())
 
-    # training
-    for epoch in range(args.epochs):
-        for step, (x, y) in enumerate(device_loader):
-            # move the batch
-            loss = model(x, y)
+
+def test(model, device, test_loader):
+    model.eval()
+    with torch.no_grad():
+        for data, target in pl.MpDeviceLoader(test_loader, device):
+            data, target = data.to(device), target.to(device)
+            output = model(data)
+
+
+def main():
+    device = torch_xla.device()
+    train_kwargs = {'batch_size': 64}
+    cuda_kwargs = {'num_workers': 1,
+                   'shuffle': True}
+    train_kwargs.update(cuda_kwargs)
+    train_loader = torch.utils.data.DataLoader(dataset1, **train_kwargs)
+    test_loader = torch.utils.data.DataLoader(dataset2, batch_size=1000)
+    for epoch in range(1, 15):
+        train(args, model, device, train_loader, optimizer, epoch)
+        test(model, device, test_loader)

@@ -3,14 +3,11 @@ import torch_xla
 from torch.utils.data import DataLoader
 import torch_xla.distributed.parallel_loader as pl
 
-
-class Trainer:
-    def __init__(self, model, ds):
-        self.model = model
-        self.device = torch_xla.device()
-        self.train_loader = DataLoader(ds, batch_size=32)
-
-    def train_epoch(self):
-        for i, (inputs, targets) in enumerate(pl.MpDeviceLoader(self.train_loader, self.device)):
-            logits = self.model(inputs)
-            loss = logits.sum()
+device = torch_xla.device()
+train_loader = DataLoader(train_ds, batch_size=64, shuffle=True)
+train_device_loader = pl.MpDeviceLoader(train_loader, device)
+for epoch in range(10):
+    for data, target in train_device_loader:
+        data, target = data.to(device), target.to(device)
+        loss = loss_fn(model(data), target)
+    print(epoch, len(train_loader))

@@ -11,6 +11,6 @@ def evaluate(model, val_loader):
     with torch.no_grad():
         val_device_loader = pl.MpDeviceLoader(val_loader, device)
         for batch in tqdm(val_device_loader, total=len(val_loader), desc='eval'):
-            inputs = batch['x']
-            labels = batch['y'].long()
-            scores = model(inputs, mask=batch['mask'])
+            inputs = batch['x'].to(device)
+            labels = batch['y'].to(device).long()
+            scores = model(inputs, mask=batch['mask'].to(device))

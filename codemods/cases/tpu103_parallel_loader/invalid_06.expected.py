@@ -12,4 +12,5 @@ class Trainer:
 
     def train_epoch(self):
         for inputs, labels in pl.MpDeviceLoader(self.train_loader, self.device):
+            inputs, labels = inputs.to(self.device), labels.to(self.device)
             self.step(inputs, labels)

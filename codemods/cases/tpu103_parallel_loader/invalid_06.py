@@ -7,7 +7,7 @@ class Trainer:
     def __init__(self, model, train_ds):
         self.device = torch_xla.device()
         self.model = model.to(self.device)
-        self.train_loader = DataLoader(train_ds, batch_size=16, pin_memory=True)
+        self.train_loader = DataLoader(train_ds, batch_size=16)
 
     def train_epoch(self):
         for inputs, labels in self.train_loader:

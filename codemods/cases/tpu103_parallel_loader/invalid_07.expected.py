@@ -11,4 +11,4 @@ class Runner:
         device_loader = pl.MpDeviceLoader(self.loader, device)
         for epoch in range(epochs):
             for x, y in device_loader:
-                self.model(x, y)
+                self.model(x.to(device), y.to(device))

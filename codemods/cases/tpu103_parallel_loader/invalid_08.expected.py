@@ -11,4 +11,5 @@ else:
 train_device_loader = pl.MpDeviceLoader(train_loader, device)
 for epoch in range(3):
     for batch in train_device_loader:
+        batch = {k: v.to(device) for k, v in batch.items()}
         outputs = model(**batch)

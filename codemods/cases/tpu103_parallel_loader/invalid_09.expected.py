@@ -10,6 +10,6 @@ def run(model, ds):
         dataloader = DataLoader(ds, batch_size=8)
         device_loader = pl.MpDeviceLoader(dataloader, device)
         for batch in device_loader:
-            inputs = dict(batch)
-            ids = tuple(batch['ids'])
+            inputs = {k: v.to(device) if torch.is_tensor(v) else v for k, v in batch.items()}
+            ids = tuple(t.to(device) for t in batch['ids'])
             model(**inputs)

@@ -8,6 +8,7 @@ device = torch_xla.device()
 def fit(model, opt, dl, epochs):
     for _ in range(epochs):
         for xb, yb in pl.MpDeviceLoader(dl, device):
+            xb, yb = xb.to(device), yb.to(device)
             loss = model(xb, yb)
 
 

@@ -1,11 +1,20 @@
 import torch
 import torch_xla
 import torch_xla.distributed.parallel_loader as pl
+from torch.utils.data import DataLoader
 
-device = torch_xla.device()
-device_loader = pl.MpDeviceLoader(loader, device)
-for step, batch in enumerate(device_loader):
-    tokens = batch[0]
-    mask = torch.ones(4).to(device)
-    halves = batch[1].to(device, torch.float16)
-    model(tokens, mask, halves)
+
+def main():
+    device = torch_xla.device()
+    train_loader = DataLoader(train_ds, batch_size=8)
+    val_loader = DataLoader(val_ds, batch_size=8)
+    val_device_loader = pl.MpDeviceLoader(val_loader, device)
+    train_device_loader = pl.MpDeviceLoader(train_loader, device)
+    for epoch in range(2):
+        for x, y in train_device_loader:
+            train_step(x, y)
+        for x, y in val_device_loader:
+            x, y = x.to(device), y.to(device)
+            eval_step(x, y)
+        for x, y in train_device_loader:
+            probe(x)

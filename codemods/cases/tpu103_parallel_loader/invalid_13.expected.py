@@ -1,19 +1,26 @@
 import torch
 import torch_xla
-import torch_xla.distributed.parallel_loader as pl
 from torch.utils.data import DataLoader
+import torch_xla.distributed.parallel_loader as pl
+
+device = torch_xla.device()
+loader = DataLoader(ds, batch_size=8)
 
 
-def main():
-    device = torch_xla.device()
-    train_loader = DataLoader(train_ds, batch_size=8)
-    val_loader = DataLoader(val_ds, batch_size=8)
-    val_device_loader = pl.MpDeviceLoader(val_loader, device)
-    train_device_loader = pl.MpDeviceLoader(train_loader, device)
+def curriculum(ds):
+    for epoch in range(3):
+        loader = DataLoader(ds, batch_size=2**epoch)
+        device_loader = pl.MpDeviceLoader(loader, device)
+        for x in device_loader:
+            x = x.to(device)  # copy to the accelerator
+            train_on(x)
+
+
+def warmup():
+    device_loader = pl.MpDeviceLoader(loader, device)
     for epoch in range(2):
-        for x, y in train_device_loader:
-            train_step(x, y)
-        for x, y in val_device_loader:
-            eval_step(x, y)
-        for x, y in train_device_loader:
-            probe(x)
+        for x in device_loader:
+
+            # the batch must live on the device
+            x = x.to(device)
+            train_on(x)

@@ -1,19 +1,23 @@
 import torch
 import torch_xla
-import torch_xla.distributed.parallel_loader as pl
 from torch.utils.data import DataLoader
 
+device = torch_xla.device()
+loader = DataLoader(ds, batch_size=8)
 
-def main():
-    device = torch_xla.device()
-    train_loader = DataLoader(train_ds, batch_size=8)
-    val_loader = DataLoader(val_ds, batch_size=8)
-    train_device_loader = pl.MpDeviceLoader(train_loader, device)
+
+def curriculum(ds):
+    for epoch in range(3):
+        loader = DataLoader(ds, batch_size=2**epoch)
+        for x in loader:
+            x = x.to(device)  # copy to the accelerator
+            train_on(x)
+
+
+def warmup():
     for epoch in range(2):
-        for x, y in train_device_loader:
-            train_step(x, y)
-        for x, y in val_loader:
-            x, y = x.to(device), y.to(device)
-            eval_step(x, y)
-        for x, y in train_loader:
-            probe(x)
+        for x in loader:
+
+            # the batch must live on the device
+            x = x.to(device)
+            train_on(x)

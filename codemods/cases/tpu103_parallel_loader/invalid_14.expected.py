@@ -1,23 +1,12 @@
+import pytorch_lightning as pl
 import torch
 import torch_xla
-from torch.utils.data import DataLoader
-import torch_xla.distributed.parallel_loader as pl
-
-device = torch_xla.device()
-loader = DataLoader(ds, batch_size=8)
+from torch_xla.distributed.parallel_loader import MpDeviceLoader
 
 
-def curriculum(ds):
-    for epoch in range(3):
-        loader = DataLoader(ds, batch_size=2**epoch)
-        device_loader = pl.MpDeviceLoader(loader, device)
-        for x in device_loader:
-            train_on(x)
+def evaluate(model, val_loader, device):
+    for x, y in MpDeviceLoader(val_loader, device):
+        model(x.to(device), y.to(device))
 
 
-def warmup():
-    device_loader = pl.MpDeviceLoader(loader, device)
-    for epoch in range(2):
-        for x in device_loader:
-            # the batch must live on the device
-            train_on(x)
+evaluate(model, val_loader, torch_xla.device())

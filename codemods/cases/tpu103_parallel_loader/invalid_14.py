@@ -1,23 +1,11 @@
+import pytorch_lightning as pl
 import torch
 import torch_xla
-from torch.utils.data import DataLoader
-
-device = torch_xla.device()
-loader = DataLoader(ds, batch_size=8)
 
 
-def curriculum(ds):
-    for epoch in range(3):
-        loader = DataLoader(ds, batch_size=2**epoch)
-        for x in loader:
-            x = x.to(device)  # copy to the accelerator
-            train_on(x)
+def evaluate(model, val_loader, device):
+    for x, y in val_loader:
+        model(x.to(device), y.to(device))
 
 
-def warmup():
-    for epoch in range(2):
-        for x in loader:
-
-            # the batch must live on the device
-            x = x.to(device)
-            train_on(x)
+evaluate(model, val_loader, torch_xla.device())

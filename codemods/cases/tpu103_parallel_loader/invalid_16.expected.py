@@ -1,12 +1,22 @@
-import pytorch_lightning as pl
 import torch
 import torch_xla
-from torch_xla.distributed.parallel_loader import MpDeviceLoader
+import torch_xla.distributed.parallel_loader as pl
 
 
-def evaluate(model, val_loader, device):
-    for x, y in MpDeviceLoader(val_loader, device):
-        model(x, y)
+def train(args, model, device, train_loader, optimizer):
+    model.train()
+    train_device_loader = pl.MpDeviceLoader(train_loader, device) if device.type == "xla" else train_loader
+    for batch_idx, (data, target) in enumerate(train_device_loader):
+        data, target = data.to(device), target.to(device)
+        loss = model(data, target)
 
 
-evaluate(model, val_loader, torch_xla.device())
+def main(args):
+    if args.accel:
+        device = torch_xla.device()
+    else:
+        device = torch.device('cpu')
+    kwargs = {'num_workers': 1} if args.accel else {}
+    train_loader = torch.utils.data.DataLoader(dataset, batch_size=64, **kwargs)
+    for epoch in range(1, args.epochs + 1):
+        train(args, model, device, train_loader, optimizer)

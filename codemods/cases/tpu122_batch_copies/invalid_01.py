@@ -1,11 +1,12 @@
 import torch
 import torch.nn.functional as F
 import torch_xla
+import torch_xla.distributed.parallel_loader as pl
 
 
 def train(args, model, device, train_loader, optimizer, epoch):
     model.train()
-    for batch_idx, (data, target) in enumerate(train_loader):
+    for batch_idx, (data, target) in enumerate(pl.MpDeviceLoader(train_loader, device)):
         data, target = data.to(device), target.to(device)
         optimizer.zero_grad()
         output = model(data)
@@ -19,7 +20,7 @@ def train(args, model, device, train_loader, optimizer, epoch):
 def test(model, device, test_loader):
     model.eval()
     with torch.no_grad():
-        for data, target in test_loader:
+        for data, target in pl.MpDeviceLoader(test_loader, device):
             data, target = data.to(device), target.to(device)
             output = model(data)
 
@@ -28,7 +29,6 @@ def main():
     device = torch_xla.device()
     train_kwargs = {'batch_size': 64}
     cuda_kwargs = {'num_workers': 1,
-                   'pin_memory': True,
                    'shuffle': True}
     train_kwargs.update(cuda_kwargs)
     train_loader = torch.utils.data.DataLoader(dataset1, **train_kwargs)

@@ -1,0 +1,12 @@
+import pytorch_lightning as pl
+import torch
+import torch_xla
+from torch_xla.distributed.parallel_loader import MpDeviceLoader
+
+
+def evaluate(model, val_loader, device):
+    for x, y in MpDeviceLoader(val_loader, device):
+        model(x.to(device), y.to(device))
+
+
+evaluate(model, val_loader, torch_xla.device())
