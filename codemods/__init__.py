@@ -9,7 +9,10 @@ put on them before their optimizers are built), CUDA runtime calls mapped, batch
 reads as it will; TPU122 then drops the per-batch copies in the loops TPU103 wrapped: the three were
 one rule, TPU103, and run where it ran), then the step boundary is placed (it needs to know whether the loop iterates an MpDeviceLoader),
 and then the host reads are moved out of the step (TPU115 needs to know where the boundary is: a
-read before it is mid-step, and its step closures run at it).
+read before it is mid-step, and its step closures run at it). Right before TPU115, TPU125 reports
+meter objects that keep device values (on the step as written) and TPU124 puts per-step progress
+bars under an interval condition, so that TPU115 moves their reads like any report at an interval:
+the three were one rule, TPU115, and run where it ran.
 
 TPU110 seeds the XLA RNG only in files that use torch_xla, so it runs after every rule that can
 make a file an XLA script (TPU102's ``xm.optimizer_step``, TPU103's loader, TPU115's closures);
@@ -60,6 +63,8 @@ from .tpu120_hogwild import Hogwild
 from .tpu121_moving_slices import MovingSlices
 from .tpu122_batch_copies import BatchCopies
 from .tpu123_pin_memory import PinMemory
+from .tpu124_progress_bars import ProgressBars
+from .tpu125_meter_values import MeterValues
 
 PIPELINE: tuple[type[TpuCodemod], ...] = (
     Hogwild,
@@ -81,6 +86,8 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     ParallelLoader,
     BatchCopies,
     StepBoundary,
+    MeterValues,
+    ProgressBars,
     HostSyncs,
     XlaRng,
     MovingSlices,
@@ -160,10 +167,8 @@ def options_by_rule(
             if rule is None:
                 continue
             known = {name: value for name, value in values.items() if name in rule.OPTIONS}
-            if part == code:
-                own.setdefault(part, {}).update(known)
-            elif known:
-                by_rule.setdefault(part, {}).update(known)
+            if known:
+                (own if part == code else by_rule).setdefault(part, {}).update(known)
     for code, values in own.items():
         by_rule.setdefault(code, {}).update(values)
     return by_rule

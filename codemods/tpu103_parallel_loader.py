@@ -12,7 +12,6 @@ from ._loops import (
     XLA_DEVICE_CALLS,
     ModuleIndex,
     calls,
-    device_loader_device,
     in_generator,
     new_statement,
     positional_arguments,

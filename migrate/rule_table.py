@@ -148,7 +148,7 @@ ROWS: tuple[Row, ...] = (
         "TPU115",
         "host-syncs-in-step",
         "semantic",
-        "Move per-step .item() reads into step closures, device-side sums and throttled bars",
+        "Move per-step .item() reads into step closures and device-side sums, before the sync",
     ),
     (
         "TPU116",
@@ -197,6 +197,18 @@ ROWS: tuple[Row, ...] = (
         "pin-memory",
         "safe",
         "Drop pin_memory and non_blocking: CUDA host-copy knobs that warn or fail on XLA",
+    ),
+    (
+        "TPU124",
+        "throttled-progress-bars",
+        "semantic",
+        "Progress bars updated in every training step are updated every LOG_EVERY steps",
+    ),
+    (
+        "TPU125",
+        "meter-device-values",
+        "manual",
+        "Report meter objects (AverageMeter) that keep device values the step hands them",
     ),
     ("TPU201", "(finding of TPU104)", "manual", "CUDA-only API with no XLA equivalent"),
     (
@@ -261,7 +273,7 @@ ROWS: tuple[Row, ...] = (
     ),
     (
         "TPU243",
-        "(finding of TPU115)",
+        "(finding of TPU125)",
         "manual",
         "a meter object keeps a device value: each attribute it shows is a device->host copy",
     ),
@@ -340,6 +352,7 @@ ROWS: tuple[Row, ...] = (
 )
 ALIASES: dict[str, tuple[str, ...]] = {
     "TPU103": ("TPU122", "TPU123"),
+    "TPU115": ("TPU124", "TPU125"),
 }
 # (end of the generated rows)
 

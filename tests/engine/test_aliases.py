@@ -248,3 +248,23 @@ def test_explain_tpu103_names_its_parts(capsys):
     assert "    TPU122 batch-copies: " in out and "    TPU123 pin-memory: " in out
     assert main(["explain", "TPU122"]) == 0
     assert "Split off from TPU103" in capsys.readouterr().out
+
+
+def test_tpu115_stands_for_closures_throttled_bars_and_meter_findings(project, capsys):
+    assert codemods.parts_of("TPU115") == ("TPU115", "TPU124", "TPU125")
+    assert [r.CODE for r in codemods.select_rules(["TPU115"])] == ["TPU125", "TPU124", "TPU115"]
+    # TPU243 moved with the part that reports it; selected alone, it runs that part only
+    assert codemods.rule_by_code("TPU243").CODE == "TPU125"
+    assert Selection.from_options(["TPU243"]).rule_codes == ("TPU125",)
+    # log_every is TPU124's now; the TPU115 table still sets it
+    assert codemods.options_by_rule({"TPU115": {"log_every": 25}}) == {"TPU124": {"log_every": 25}}
+    root = project(
+        {
+            "pyproject.toml": pyproject(
+                "[tool.tpu-migrate]\n\n[tool.tpu-migrate.options.TPU115]\nlog_every = 25\n"
+            ),
+            "t.py": "import torch\n",
+        }
+    )
+    assert main(["check", "-j", "1", str(root)]) == 0
+    capsys.readouterr()

@@ -2,6 +2,8 @@ import torch
 import torch_xla
 from tqdm import tqdm
 
+LOG_EVERY = 10  # steps between progress-bar updates (each one reads the device)
+
 
 def train(model, loader, optimizer):
     pbar = tqdm(loader)
@@ -10,5 +12,6 @@ def train(model, loader, optimizer):
         loss = model(x, y)
         loss.backward()
         optimizer.step()
-        pbar.set_postfix(loss=loss.item())
+        if i % LOG_EVERY == 0:
+            pbar.set_postfix(loss=loss.item())
         torch_xla.sync()

@@ -2,13 +2,16 @@ import torch
 import torch_xla
 from tqdm import tqdm
 
+LOG_EVERY = 10  # steps between progress-bar updates (each one reads the device)
+
 
 def train(model, loader, optimizer):
     pbar = tqdm(loader)
-    for x, y in pbar:
+    for step, (x, y) in enumerate(pbar):
         optimizer.zero_grad()
         loss = model(x, y)
         loss.backward()
         optimizer.step()
         torch_xla.sync()
-        pbar.set_description(f"loss {loss.item():.3f}")
+        if step % LOG_EVERY == 0:
+            pbar.set_description(f"loss {loss.item():.3f}")

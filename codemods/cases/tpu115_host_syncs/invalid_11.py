@@ -11,6 +11,6 @@ def train(model, loader, optimizer, device):
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-        pbar.set_postfix(acc=(out.argmax(1) == y).float().mean().item())
         if step % 20 == 0:
+            pbar.set_postfix(acc=(out.argmax(1) == y).float().mean().item())
             print(f"step {step} loss {loss.item():.4f}")

@@ -15,5 +15,6 @@ def train(model, loader, optimizer):
         optimizer.zero_grad()
         torch_xla.sync()
         total += float(loss)
-        pbar.set_postfix(avg=total / (i + 1))
+        if i % LOG_EVERY == 0:
+            pbar.set_postfix(avg=total / (i + 1))
     return total / len(loader)
