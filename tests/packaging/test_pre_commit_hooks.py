@@ -8,20 +8,18 @@ most of it pip; skipped when pip cannot reach a package index to build that virt
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.packaging.helpers import copy_of_the_work_tree, env, git, skip_without_index
+
 pytest.importorskip("pre_commit", reason="pre-commit is not installed (the [dev] extra has it)")
 
 pytestmark = pytest.mark.slow
-
-REPO = Path(__file__).resolve().parents[2]
 
 NEEDS_MIGRATION = """\
 import torch
@@ -37,53 +35,15 @@ x = torch.ones(3)
 print(x.sum())
 """
 
-# pip's words when no index answers: the hooks' virtualenv cannot be built here
-NO_INDEX = (
-    "Could not find a version that satisfies the requirement",
-    "No matching distribution found",
-    "Failed to establish a new connection",
-    "Temporary failure in name resolution",
-    "Network is unreachable",
-    "Max retries exceeded",
-)
-
-
-def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=cwd,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout
-
-
-def _env(**extra: str) -> dict[str, str]:
-    """The environment less git's own variables (the suite may run inside a git hook)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    return {**env, "PRE_COMMIT_COLOR": "never", **extra}
-
 
 @pytest.fixture(scope="module")
 def hooks_repo(tmp_path_factory) -> Path:
-    """This repository's tracked and untracked-not-ignored files, committed in a new repository:
-    try-repo takes only what is committed (and changes to tracked files), so an uncommitted
-    .pre-commit-hooks.yaml or a new module would otherwise be missed."""
-    try:
-        listed = _git(REPO, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-    except (OSError, subprocess.CalledProcessError):
-        pytest.skip("not a git checkout: no files to snapshot for pre-commit try-repo")
-    snapshot = tmp_path_factory.mktemp("hooks-repo")
-    for name in filter(None, listed.split("\0")):
-        source = REPO / name
-        if source.is_file():  # (a tracked file deleted in the work tree is not)
-            (snapshot / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, snapshot / name)
-    _git(snapshot, "init", "-q")
-    _git(snapshot, "add", "-A")
-    _git(snapshot, "-c", "commit.gpgsign=false", "commit", "-q", "-m", "snapshot")
+    """The work tree as it is, committed in a new repository: try-repo takes only what is
+    committed (and changes to tracked files), and would miss an uncommitted new file."""
+    snapshot = copy_of_the_work_tree(tmp_path_factory.mktemp("hooks-repo"))
+    git(snapshot, "init", "-q")
+    git(snapshot, "add", "-A")
+    git(snapshot, "-c", "commit.gpgsign=false", "commit", "-q", "-m", "snapshot")
     return snapshot
 
 
@@ -93,8 +53,8 @@ def user_repo(tmp_path: Path) -> Path:
     repo.mkdir()
     (repo / "needs_migration.py").write_text(NEEDS_MIGRATION)
     (repo / "clean.py").write_text(CLEAN)
-    _git(repo, "init", "-q")
-    _git(repo, "add", ".")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
     return repo
 
 
@@ -107,21 +67,15 @@ def try_repo(hooks: Path, cwd: Path, *files: str, hook: str | None = None):
     done = subprocess.run(
         [*command, "--files", *files],
         cwd=cwd,
-        env=_env(PRE_COMMIT_HOME=str(home)),
+        env=env(PRE_COMMIT_HOME=str(home), PRE_COMMIT_COLOR="never"),
         capture_output=True,
         text=True,
         timeout=600,
     )
     log = home / "pre-commit.log"
-    said = done.stdout + done.stderr + (log.read_text() if log.is_file() else "")
     if done.returncode not in (0, 1):  # 3: pre-commit's own error, such as a failed install
-        lines = [line.strip() for line in said.splitlines()]
-        why = list(dict.fromkeys(line for line in lines if any(w in line for w in NO_INDEX)))
-        if why:
-            pytest.skip(
-                "pre-commit could not build the hooks' virtualenv, pip reached no package index: "
-                + " / ".join(why[:3])
-            )
+        said = done.stdout + done.stderr + (log.read_text() if log.is_file() else "")
+        skip_without_index("pre-commit could not build the hooks' virtualenv", said)
     return done
 
 
