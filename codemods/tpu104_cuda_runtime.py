@@ -487,30 +487,6 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
             why="device count and bf16 support",
         ),
         Invalid(
-            "import torch\nimport torch.multiprocessing as mp\n\n\ndef main(args):\n"
-            "    ngpus = torch.cuda.device_count()\n"
-            "    mp.spawn(main_worker, nprocs=ngpus, args=(args,))\n",
-            "import torch\nimport torch.multiprocessing as mp\n\n\ndef main(args):\n"
-            "    # TODO(tpu-migrate): TPU201 no XLA call may run before launch; move this into the "
-            "launched function\n"
-            "    ngpus = torch.cuda.device_count()\n"
-            "    mp.spawn(main_worker, nprocs=ngpus, args=(args,))\n",
-            findings=["TPU201"],
-            why="torch_xla.device_count() before a launch would start the runtime too early",
-        ),
-        Invalid(
-            "import torch\n\n\ndef log_memory(device):\n    used = torch.cuda.memory_allocated(device)\n"
-            "    peak = torch.cuda.max_memory_allocated() / 2**30\n"
-            '    print(f"peak {torch.cuda.max_memory_allocated() / 1e9:.2f} GB")\n'
-            "    return used, peak\n",
-            "import torch\nimport torch_xla.core.xla_model as xm\n\n\ndef log_memory(device):\n"
-            '    used = xm.get_memory_info(device)["bytes_used"]\n'
-            '    peak = xm.get_memory_info(device)["peak_bytes_used"] / 2**30\n'
-            "    print(f\"peak {xm.get_memory_info(device)['peak_bytes_used'] / 1e9:.2f} GB\")\n"
-            "    return used, peak\n",
-            why="memory stats use the device in scope; quotes inside an f-string differ",
-        ),
-        Invalid(
             "import torch\n\nname = torch.cuda.get_device_name(0)\n"
             "used = torch.cuda.memory_allocated()\n",
             "import torch\nimport torch_xla\nimport torch_xla.core.xla_model as xm\n\n"
@@ -529,75 +505,6 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
             why="device index and reserved memory have no XLA meaning",
         ),
         Invalid(
-            "import torch\n\nprops = torch.cuda.get_device_properties(0)\n"
-            "free, total = torch.cuda.mem_get_info()\nstate = torch.cuda.get_rng_state()\n",
-            "import torch\n\n"
-            "# TODO(tpu-migrate): TPU201 no device properties on XLA; xm.xla_device_kind(device) "
-            "names the chip\nprops = torch.cuda.get_device_properties(0)\n"
-            "# TODO(tpu-migrate): TPU201 no CUDA memory report on XLA; use "
-            "xm.get_memory_info(device)\nfree, total = torch.cuda.mem_get_info()\n"
-            "# TODO(tpu-migrate): TPU201 use xm.get_rng_state() / xm.set_rng_state() for the XLA "
-            "generator\nstate = torch.cuda.get_rng_state()\n",
-            findings=["TPU201"] * 3,
-            why="device properties, free memory and the CUDA RNG state",
-        ),
-        Invalid(
-            "import torch\n\n\ndef overlap(x, y):\n    side = torch.cuda.Stream()\n"
-            "    start = torch.cuda.Event(enable_timing=True)\n"
-            "    with torch.cuda.stream(side):\n        z = x @ y\n"
-            "    torch.cuda.current_stream().wait_stream(side)\n    return z, start\n",
-            "import torch\n\n\ndef overlap(x, y):\n"
-            "    # TODO(tpu-migrate): TPU201 CUDA streams have no XLA equivalent; XLA orders "
-            "device work itself\n    side = torch.cuda.Stream()\n"
-            "    # TODO(tpu-migrate): TPU201 CUDA events have no XLA equivalent; time with "
-            "xm.wait_device_ops()\n    start = torch.cuda.Event(enable_timing=True)\n"
-            "    # TODO(tpu-migrate): TPU201 CUDA streams have no XLA equivalent; XLA orders "
-            "device work itself\n    with torch.cuda.stream(side):\n        z = x @ y\n"
-            "    # TODO(tpu-migrate): TPU201 CUDA streams have no XLA equivalent; XLA orders "
-            "device work itself\n    torch.cuda.current_stream().wait_stream(side)\n"
-            "    return z, start\n",
-            findings=["TPU201"] * 4,
-            why="streams and events, one marker per statement",
-        ),
-        Invalid(
-            "import torch\n\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    y = f(x)\n"
-            "torch.cuda.nvtx.range_push('fwd')\nstats = torch.cuda.memory_summary()\n",
-            "import torch\n\n"
-            "# TODO(tpu-migrate): TPU201 CUDA graphs have no XLA equivalent; torch_xla.compile "
-            "caches graphs\ng = torch.cuda.CUDAGraph()\n"
-            "# TODO(tpu-migrate): TPU201 CUDA graphs have no XLA equivalent; torch_xla.compile "
-            "caches graphs\nwith torch.cuda.graph(g):\n    y = f(x)\n"
-            "# TODO(tpu-migrate): TPU201 NVTX ranges are CUDA-only; use xp.Trace from "
-            "torch_xla.debug.profiler\ntorch.cuda.nvtx.range_push('fwd')\n"
-            "# TODO(tpu-migrate): TPU201 no CUDA memory report on XLA; use "
-            "xm.get_memory_info(device)\nstats = torch.cuda.memory_summary()\n",
-            findings=["TPU201"] * 4,
-            why="CUDA graphs, NVTX and the memory summary",
-        ),
-        Invalid(
-            "from torch.cuda.amp import GradScaler, autocast\n\nscaler = GradScaler()\n"
-            "with autocast():\n    loss = model(x)\n",
-            "from torch.cuda.amp import GradScaler, autocast\n\n"
-            "# TODO(tpu-migrate): TPU201 use torch.autocast('xla', dtype=torch.bfloat16); "
-            "GradScaler is not needed with bf16\nscaler = GradScaler()\n"
-            "# TODO(tpu-migrate): TPU201 use torch.autocast('xla', dtype=torch.bfloat16); "
-            "GradScaler is not needed with bf16\nwith autocast():\n    loss = model(x)\n",
-            findings=["TPU201", "TPU201"],
-            why="torch.cuda.amp is flagged for the AMP rule",
-        ),
-        Invalid(
-            "import atexit\n\nimport torch\n\natexit.register(torch.cuda.empty_cache)\n"
-            "try:\n    y = model(x)\nexcept torch.cuda.OutOfMemoryError:\n    y = None\n",
-            "import atexit\n\nimport torch\n\n"
-            "# TODO(tpu-migrate): TPU201 CUDA-only API with no XLA equivalent; drop this use\n"
-            "atexit.register(torch.cuda.empty_cache)\n"
-            "# TODO(tpu-migrate): TPU201 XLA reports out-of-memory as RuntimeError "
-            "(RESOURCE_EXHAUSTED)\ntry:\n    y = model(x)\nexcept torch.cuda.OutOfMemoryError:\n"
-            "    y = None\n",
-            findings=["TPU201", "TPU201"],
-            why="references that are not calls cannot be rewritten in place",
-        ),
-        Invalid(
             "from torch.utils.cpp_extension import load\n\n"
             "ops = load(name='fused', sources=['fused.cpp', 'fused_kernel.cu'])\n",
             "from torch.utils.cpp_extension import load\n\n"
@@ -606,37 +513,6 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
             "'fused_kernel.cu'])\n",
             findings=["TPU202"],
             why="a custom CUDA extension",
-        ),
-        Invalid(
-            "import torch\nfrom torch.utils.cpp_extension import BuildExtension\n\n"
-            "cmd = {'build_ext': BuildExtension}\n"
-            "fn = torch.cuda.jiterator._create_jit_fn('template <typename T> T f(T x) { return x; }')\n"
-            "torch.cuda.profiler.start()\nwith torch.autograd.profiler.emit_nvtx():\n    y = f(x)\n",
-            "import torch\nfrom torch.utils.cpp_extension import BuildExtension\n\n"
-            "# TODO(tpu-migrate): TPU202 custom C++/CUDA kernels do not run on XLA; use XLA ops "
-            "or a Pallas kernel\ncmd = {'build_ext': BuildExtension}\n"
-            "# TODO(tpu-migrate): TPU202 jiterator compiles CUDA kernels; use XLA ops or a Pallas "
-            "kernel\nfn = torch.cuda.jiterator._create_jit_fn('template <typename T> T f(T x) { "
-            "return x; }')\n"
-            "# TODO(tpu-migrate): TPU201 CUDA profiler control; use xp.start_server / xp.trace "
-            "from torch_xla.debug.profiler\ntorch.cuda.profiler.start()\n"
-            "# TODO(tpu-migrate): TPU201 NVTX ranges are CUDA-only; use xp.Trace from "
-            "torch_xla.debug.profiler\nwith torch.autograd.profiler.emit_nvtx():\n    y = f(x)\n",
-            findings=["TPU202", "TPU202", "TPU201", "TPU201"],
-            why="extension builds, jiterator, CUDA profiler control and autograd NVTX ranges",
-        ),
-        Invalid(
-            "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
-            "def add_kernel(x_ptr, n: tl.constexpr):\n    pid = tl.program_id(0)\n",
-            "# TODO(tpu-migrate): TPU202 Triton kernels do not run on TPU; use XLA ops or a "
-            "Pallas kernel\nimport triton\n"
-            "# TODO(tpu-migrate): TPU202 Triton kernels do not run on TPU; use XLA ops or a "
-            "Pallas kernel\nimport triton.language as tl\n\n\n"
-            "# TODO(tpu-migrate): TPU202 Triton kernels do not run on TPU; use XLA ops or a "
-            "Pallas kernel\n@triton.jit\ndef add_kernel(x_ptr, n: tl.constexpr):\n"
-            "    pid = tl.program_id(0)\n",
-            findings=["TPU202"] * 3,
-            why="Triton imports and kernels",
         ),
         Invalid(
             "# Copyright 2025 Example Inc.\nimport triton\n",

@@ -240,17 +240,6 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
             why="autocast as a decorator",
         ),
         Invalid(
-            "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"
-            "for x, y in loader:\n    optimizer.zero_grad()\n"
-            "    with torch.cuda.amp.autocast():\n        loss = loss_fn(model(x), y)\n"
-            "    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n    scaler.update()\n",
-            "import torch\n\n"
-            "for x, y in loader:\n    optimizer.zero_grad()\n"
-            '    with torch.autocast("xla", dtype=torch.bfloat16):\n'
-            "        loss = loss_fn(model(x), y)\n"
-            "    loss.backward()\n    optimizer.step()\n",
-        ),
-        Invalid(
             "import torch\n\nscaler = torch.amp.GradScaler('cuda', init_scale=2.0**14)\n"
             "loss = torch.nn.functional.mse_loss(y, target)\n"
             "scaler.scale(loss).backward(retain_graph=True)\nscaler.step(opt, closure)\n"
@@ -274,32 +263,6 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
         ),
         Invalid(
             "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"
-            "if args.resume:\n    ckpt = torch.load(args.resume)\n"
-            "    model.load_state_dict(ckpt['model'])\n"
-            "    scaler.load_state_dict(ckpt['scaler'])\n"
-            "    if 'scaler' in ckpt:\n        scaler.load_state_dict(ckpt['scaler'])\n"
-            "    start_epoch = ckpt['epoch'] + 1\n",
-            "import torch\n\n"
-            "if args.resume:\n    ckpt = torch.load(args.resume)\n"
-            "    model.load_state_dict(ckpt['model'])\n"
-            "    start_epoch = ckpt['epoch'] + 1\n",
-            why="resuming ignores the scaler entry of old checkpoints",
-        ),
-        Invalid(
-            "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"
-            "scaler.scale(loss).backward()\nscaler.step(opt)\nscaler.update()\n"
-            "print('scale', scaler.get_scale())\n",
-            "import torch\n\n"
-            "# TODO(tpu-migrate): TPU271 this GradScaler is used in a way tpu-migrate cannot "
-            "unwrap (line 7); bf16 needs no loss scaling: remove it by hand\n"
-            "scaler = torch.cuda.amp.GradScaler()\n"
-            "scaler.scale(loss).backward()\nscaler.step(opt)\nscaler.update()\n"
-            "print('scale', scaler.get_scale())\n",
-            findings=[FINDING],
-            why="an unknown use keeps the scaler, with a finding",
-        ),
-        Invalid(
-            "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"
             "train(model, loader, scaler)\n",
             "import torch\n\n"
             "# TODO(tpu-migrate): TPU271 this GradScaler is used in a way tpu-migrate cannot "
@@ -307,74 +270,6 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
             "scaler = torch.cuda.amp.GradScaler()\ntrain(model, loader, scaler)\n",
             findings=[FINDING],
             why="a scaler handed to a function not defined in this file",
-        ),
-        Invalid(
-            "import torch\n\n\ndef train_step(x, scaler):\n"
-            "    scaler.scale(model(x).sum()).backward()\n\n\n"
-            "scaler = torch.cuda.amp.GradScaler()\ntrain_step(x, scaler)\n"
-            "run(train_step)\n",
-            "import torch\n\n\ndef train_step(x, scaler):\n"
-            "    scaler.scale(model(x).sum()).backward()\n\n\n"
-            "# TODO(tpu-migrate): TPU271 this GradScaler is used in a way tpu-migrate cannot "
-            "unwrap (line 9); bf16 needs no loss scaling: remove it by hand\n"
-            "scaler = torch.cuda.amp.GradScaler()\ntrain_step(x, scaler)\n"
-            "run(train_step)\n",
-            findings=[FINDING],
-            why="the function is also a callback: calls tpu-migrate cannot see may pass a scaler",
-        ),
-        Invalid(
-            "import torch\n\n\ndef train_step(x, scaler):\n"
-            "    scaler.scale(model(x).sum()).backward()\n\n\n"
-            "scaler = torch.cuda.amp.GradScaler()\ntrain_step(x, scaler)\n"
-            "train_step(y, None)\n",
-            "import torch\n\n\ndef train_step(x, scaler):\n"
-            "    scaler.scale(model(x).sum()).backward()\n\n\n"
-            "# TODO(tpu-migrate): TPU271 this GradScaler is used in a way tpu-migrate cannot "
-            "unwrap (line 9); bf16 needs no loss scaling: remove it by hand\n"
-            "scaler = torch.cuda.amp.GradScaler()\ntrain_step(x, scaler)\n"
-            "train_step(y, None)\n",
-            findings=[FINDING],
-            why="another call passes something else than the scaler",
-        ),
-        Invalid(
-            "import torch\n\n\ndef train_step(x, scaler):\n"
-            "    scaler.scale(model(x).sum()).backward()\n"
-            "    print(scaler.get_scale())\n\n\nscaler = torch.cuda.amp.GradScaler()\n"
-            "train_step(x, scaler)\n",
-            "import torch\n\n\ndef train_step(x, scaler):\n"
-            "    scaler.scale(model(x).sum()).backward()\n"
-            "    print(scaler.get_scale())\n\n\n"
-            "# TODO(tpu-migrate): TPU271 this GradScaler is used in a way tpu-migrate cannot "
-            "unwrap (line 6); bf16 needs no loss scaling: remove it by hand\n"
-            "scaler = torch.cuda.amp.GradScaler()\ntrain_step(x, scaler)\n",
-            findings=[FINDING],
-            why="a use inside the function that cannot be unwrapped",
-        ),
-        Invalid(
-            "import torch\n\n\n@torch.compile\ndef train_step(x, scaler):\n"
-            "    scaler.scale(model(x).sum()).backward()\n\n\n"
-            "scaler = torch.cuda.amp.GradScaler()\ntrain_step(x, scaler)\n",
-            "import torch\n\n\n@torch.compile\ndef train_step(x, scaler):\n"
-            "    scaler.scale(model(x).sum()).backward()\n\n\n"
-            "# TODO(tpu-migrate): TPU271 this GradScaler is used in a way tpu-migrate cannot "
-            "unwrap (line 10); bf16 needs no loss scaling: remove it by hand\n"
-            "scaler = torch.cuda.amp.GradScaler()\ntrain_step(x, scaler)\n",
-            findings=[FINDING],
-            why="a decorator may change how the function is called",
-        ),
-        Invalid(
-            "import torch\n\n\ndef train_step(x, scaler):\n"
-            "    scaler.scale(model(x).sum()).backward()\n\n\n"
-            "scaler = torch.cuda.amp.GradScaler()\ntrain_step(x, scaler)\n"
-            "train_step(*batch)\n",
-            "import torch\n\n\ndef train_step(x, scaler):\n"
-            "    scaler.scale(model(x).sum()).backward()\n\n\n"
-            "# TODO(tpu-migrate): TPU271 this GradScaler is used in a way tpu-migrate cannot "
-            "unwrap (line 9); bf16 needs no loss scaling: remove it by hand\n"
-            "scaler = torch.cuda.amp.GradScaler()\ntrain_step(x, scaler)\n"
-            "train_step(*batch)\n",
-            findings=[FINDING],
-            why="a call with *args may fill the parameter",
         ),
     ]
 

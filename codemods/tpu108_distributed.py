@@ -243,21 +243,6 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             why="timeout is kept",
         ),
         Invalid(
-            "from torch.distributed import init_process_group\n\n"
-            "def setup(rank, world_size):\n"
-            '    backend = "nccl"\n'
-            "    init_process_group(\n"
-            "        backend=backend,\n"
-            '        init_method="tcp://127.0.0.1:23456",\n'
-            "        world_size=world_size,\n"
-            "        rank=rank,\n"
-            "    )\n",
-            "from torch.distributed import init_process_group\nimport torch_xla.distributed.xla_backend\n\n"
-            "def setup(rank, world_size):\n"
-            '    init_process_group("xla", init_method="xla://")\n',
-            why="a backend variable used only here goes with it",
-        ),
-        Invalid(
             "import torch.distributed as dist\n\n"
             'backend = "nccl"\ndist.init_process_group(backend)\nprint("backend:", backend)\n',
             "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n"
@@ -270,29 +255,6 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             "model = DDP(model, device_ids=[local_rank], output_device=local_rank)\n",
             "from torch.nn.parallel import DistributedDataParallel as DDP\n\n"
             "model = DDP(model, gradient_as_bucket_view=True)\n",
-        ),
-        Invalid(
-            "import torch\n\n"
-            "model = torch.nn.parallel.DistributedDataParallel(\n"
-            "    model, device_ids=[gpu], find_unused_parameters=True\n"
-            ").to(device)\n",
-            "import torch\n\n"
-            "model = torch.nn.parallel.DistributedDataParallel(\n"
-            "    model, find_unused_parameters=True, gradient_as_bucket_view=True\n"
-            ")\n",
-            why="other keywords stay; the wrapper is not moved again",
-        ),
-        Invalid(
-            "import torch.distributed as dist\nfrom torch.utils.data.distributed import "
-            "DistributedSampler\n\n"
-            "rank = dist.get_rank()\nworld_size = dist.get_world_size()\n"
-            "sampler = DistributedSampler(train_set, num_replicas=world_size, rank=rank, shuffle=True)\n",
-            "import torch.distributed as dist\nfrom torch.utils.data.distributed import "
-            "DistributedSampler\nimport torch_xla.runtime as xr\n\n"
-            "rank = xr.global_ordinal()\nworld_size = xr.world_size()\n"
-            "sampler = DistributedSampler(\n"
-            "    train_set, num_replicas=xr.world_size(), rank=xr.global_ordinal(), shuffle=True\n"
-            ")\n",
         ),
         Invalid(
             "from torch.utils.data import DistributedSampler\n\n"
@@ -309,17 +271,6 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             "s = torch.utils.data.DistributedSampler(ds, num_replicas=xr.world_size(), "
             "rank=xr.global_ordinal())\n",
             why="positional num_replicas and rank",
-        ),
-        Invalid(
-            "import os\n\n"
-            'rank = int(os.environ["RANK"])\n'
-            'local_rank = int(os.environ.get("LOCAL_RANK", 0))\n'
-            'world_size = int(os.getenv("WORLD_SIZE", "1"))\n',
-            "import torch_xla.runtime as xr\n\n"
-            "rank = xr.global_ordinal()\n"
-            "local_rank = xr.local_ordinal()\n"
-            "world_size = xr.world_size()\n",
-            why="torchrun's environment -> the runtime; os goes when unused",
         ),
         Invalid(
             "import torch.multiprocessing as mp\n\n"
@@ -345,18 +296,6 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             "    torch.cuda.set_device(gpu)\n"
             "    train(args, torch.float32)\n",
             "import torch\n\n" "def main_worker(gpu, args):\n" "    train(args, torch.float32)\n",
-        ),
-        Invalid(
-            "import torch.nn as nn\n\n"
-            "model = Net()\n"
-            "model = nn.DataParallel(model)\n"
-            "model.to(device)\nloss_fn = nn.MSELoss()\n",
-            "import torch.nn as nn\n\n"
-            "model = Net()\n"
-            "# TODO(tpu-migrate): TPU203 nn.DataParallel removed: data parallelism on TPU is one "
-            "process per device (torch_xla.launch) or SPMD\n"
-            "model.to(device)\nloss_fn = nn.MSELoss()\n",
-            findings=["TPU203"],
         ),
         Invalid(
             "import torch\n\n"

@@ -1,0 +1,10 @@
+import torch
+
+
+def train_step(x, scaler):
+    scaler.scale(model(x).sum()).backward()
+
+
+scaler = torch.cuda.amp.GradScaler()
+train_step(x, scaler)
+train_step(y, None)

@@ -1,0 +1,10 @@
+import torch
+
+
+@torch.compile
+def train_step(x, scaler):
+    scaler.scale(model(x).sum()).backward()
+
+
+scaler = torch.cuda.amp.GradScaler()
+train_step(x, scaler)
