@@ -9,6 +9,16 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from migrate.fastcst.facts import FileFacts
 from ._base import FindingDoc, ImportSpec, Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
+from ._signatures import (
+    argument_for,
+    branch_statements,
+    first_argument,
+    is_self_attribute,
+    named_arguments,
+    parameter_for,
+    without_bare_star,
+    without_dropped,
+)
 from ._statements import AppliesStatementEdits, Replacement
 
 TORCH = ImportSpec("torch")
@@ -305,7 +315,7 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
         if isinstance(target, cst.Name):
             scope = self.get_metadata(ScopeProvider, target, None)
             return ("name", id(scope), target.value, scope) if scope is not None else None
-        if _is_self_attribute(target):
+        if is_self_attribute(target):
             owner = self._enclosing(target, cst.ClassDef)
             return ("self", id(owner), target.attr.value, owner) if owner is not None else None
         return None
@@ -318,7 +328,7 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
             found = [
                 node
                 for node in walk_all(owner)
-                if _is_self_attribute(node) and node.attr.value == name and id(node) not in targets
+                if is_self_attribute(node) and node.attr.value == name and id(node) not in targets
             ]
             stores = [node for node in found if self._is_store(node)]
             return None if stores else found
@@ -397,12 +407,12 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
         if found is None:
             return None
         function, calls, skipped = found
-        parameter = _parameter_for(function, call, arg, skipped)
+        parameter = parameter_for(function, call, arg, skipped)
         if parameter is None:
             return None
         arguments = []
         for other in calls:
-            argument = _argument_for(function, other, parameter, skipped)
+            argument = argument_for(function, other, parameter, skipped)
             if argument is None:
                 return None
             arguments.append(argument)
@@ -414,7 +424,7 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
         under another spelling), else None."""
         if isinstance(func, cst.Name):
             return self._module_function(func)
-        if _is_self_attribute(func):
+        if is_self_attribute(func):
             return self._method(func)
         return None
 
@@ -465,7 +475,7 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
         for node in attributes:
             call = self._called(node)
             inside = self._enclosing(node, cst.ClassDef) is owner
-            if call is None or not (_is_self_attribute(node) and inside):
+            if call is None or not (is_self_attribute(node) and inside):
                 return None
             calls.append(call)
         return function, calls, 1
@@ -638,13 +648,13 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
         return self._xla_autocast(original_node, updated_node)
 
     def leave_Dict(self, original_node: cst.Dict, updated_node: cst.Dict) -> cst.Dict:
-        elements = _without_dropped(
+        elements = without_dropped(
             original_node.elements, updated_node.elements, self.plan.dropped_entries
         )
         return updated_node.with_changes(elements=elements)
 
     def _without_dropped_arguments(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        args = _without_dropped(original.args, updated.args, self.plan.dropped_entries)
+        args = without_dropped(original.args, updated.args, self.plan.dropped_entries)
         return updated.with_changes(args=args) if len(args) != len(updated.args) else updated
 
     def leave_Parameters(
@@ -653,14 +663,14 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
         changes = {}
         for kind in ("posonly_params", "params", "kwonly_params"):
             originals, updated = getattr(original_node, kind), getattr(updated_node, kind)
-            kept = _without_dropped(originals, updated, self.plan.dropped_params)
+            kept = without_dropped(originals, updated, self.plan.dropped_params)
             if len(kept) != len(updated):
                 changes[kind] = kept
                 self.record_rewrite()
         if not changes:
             return updated_node
         if changes.get("kwonly_params") == [] and isinstance(updated_node.star_arg, cst.ParamStar):
-            changes.update(_without_bare_star(updated_node, changes))
+            changes.update(without_bare_star(updated_node, changes))
         return updated_node.with_changes(**changes)
 
     def leave_SimpleStatementLine(self, original_node, updated_node):
@@ -672,7 +682,7 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
         orelse_stays = self.plan.decided_ifs.get(id(original_node))
         if orelse_stays is not None:
-            kept = _branch_statements(updated_node.orelse if orelse_stays else updated_node)
+            kept = branch_statements(updated_node.orelse if orelse_stays else updated_node)
             self._replace_with(original_node, updated_node, kept)
         elif self._all_removed(original_node):
             self.edits.remove(original_node)
@@ -698,10 +708,10 @@ class MixedPrecision(AppliesStatementEdits, TpuCodemod):
 
     def _xla_autocast(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if self.is_name(original.func, *CUDA_AUTOCASTS):
-            arguments = _named_arguments(updated, CUDA_AUTOCAST_PARAMETERS)
+            arguments = named_arguments(updated, CUDA_AUTOCAST_PARAMETERS)
             quote = '"'
         elif self.is_name(original.func, *DEVICE_AUTOCASTS):
-            arguments = _named_arguments(updated, DEVICE_AUTOCAST_PARAMETERS)
+            arguments = named_arguments(updated, DEVICE_AUTOCAST_PARAMETERS)
             device = arguments.get("device_type") if arguments is not None else None
             if device is None or not _is_training_device_type(device):
                 return updated
@@ -771,18 +781,9 @@ def _scaler_constructor(rule: TpuCodemod, value: cst.BaseExpression) -> cst.Call
     if rule.is_name(value.func, *CUDA_SCALERS):
         return value
     if rule.is_name(value.func, *DEVICE_SCALERS):
-        given = _first_device_argument(value)
+        given = first_argument(value, "device")
         if given is None or _is_training_device_type(given):
             return value
-    return None
-
-
-def _first_device_argument(call: cst.Call) -> cst.BaseExpression | None:
-    for index, arg in enumerate(call.args):
-        if arg.keyword is None and index == 0 and not arg.star:
-            return arg.value
-        if arg.keyword is not None and arg.keyword.value == "device":
-            return arg.value
     return None
 
 
@@ -792,90 +793,3 @@ def _is_training_device_type(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.SimpleString):
         return node.evaluated_value == "cuda"
     return isinstance(node, (cst.Name, cst.Attribute))
-
-
-def _named_arguments(call: cst.Call, parameters) -> dict[str, cst.BaseExpression] | None:
-    """Argument name -> value, positional ones named by ``parameters``; None with ``*args``."""
-    named: dict[str, cst.BaseExpression] = {}
-    for index, arg in enumerate(call.args):
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            if index >= len(parameters):
-                return None
-            named[parameters[index]] = arg.value
-        else:
-            named[arg.keyword.value] = arg.value
-    return named
-
-
-def _without_bare_star(parameters: cst.Parameters, changes: dict) -> dict:
-    """``def f(a, *, scaler)`` without ``scaler``: the ``*`` goes too, ``a`` takes the comma
-    that followed ``scaler`` (a trailing comma stays)."""
-    comma = parameters.kwonly_params[-1].comma
-    for kind in ("params", "posonly_params"):
-        kept = list(changes.get(kind, getattr(parameters, kind)))
-        if kept:
-            kept[-1] = kept[-1].with_changes(comma=comma)
-            return {kind: kept, "star_arg": cst.MaybeSentinel.DEFAULT}
-    return {"star_arg": cst.MaybeSentinel.DEFAULT}
-
-
-def _parameter_for(
-    function: cst.FunctionDef, call: cst.Call, arg: cst.Arg, skipped: int
-) -> cst.Param | None:
-    """The parameter of ``function`` that ``arg`` of ``call`` fills (``skipped``: ``self``)."""
-    if any(a.star for a in call.args):
-        return None
-    parameters = function.params
-    positional = [*parameters.posonly_params, *parameters.params][skipped:]
-    if arg.keyword is not None:
-        named = [p for p in positional if p not in parameters.posonly_params]
-        named += parameters.kwonly_params
-        return next((p for p in named if p.name.value == arg.keyword.value), None)
-    index = [a for a in call.args if a.keyword is None].index(arg)
-    return positional[index] if index < len(positional) else None
-
-
-def _argument_for(
-    function: cst.FunctionDef, call: cst.Call, parameter: cst.Param, skipped: int
-) -> cst.Arg | None:
-    """The argument of ``call`` that fills ``parameter`` of ``function``; None when none does."""
-    for arg in call.args:
-        if _parameter_for(function, call, arg, skipped) is parameter:
-            return arg
-    return None
-
-
-def _without_dropped(originals, updated, dropped: set[int]) -> list:
-    kept = []
-    for old, new in zip(originals, updated):
-        if id(old) in dropped:
-            if kept and new is updated[-1]:
-                kept[-1] = kept[-1].with_changes(comma=new.comma)
-            continue
-        kept.append(new)
-    if kept and len(kept) != len(updated) and not _has_trailing_comma(updated):
-        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    return kept
-
-
-def _has_trailing_comma(items) -> bool:
-    return bool(items) and isinstance(items[-1].comma, cst.Comma)
-
-
-def _branch_statements(node: cst.If | cst.Else | None) -> list[cst.BaseStatement]:
-    if node is None:
-        return []
-    body = node.body
-    if isinstance(body, cst.IndentedBlock):
-        return list(body.body)
-    return [cst.SimpleStatementLine(body=list(body.body))]
-
-
-def _is_self_attribute(node: cst.CSTNode) -> bool:
-    return (
-        isinstance(node, cst.Attribute)
-        and isinstance(node.value, cst.Name)
-        and node.value.value == "self"
-    )
