@@ -9,7 +9,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import NEW_API, OLD_API
+
+pytestmark = pytest.mark.slow  # migrates 100-file trees in subprocesses
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = 100  # enough that the kill lands part-way through the writes, small enough for CI

@@ -62,7 +62,20 @@ def _sample_sources() -> list[Path]:
     return [torch_dir / p for p in picks if (torch_dir / p).exists()] + fixtures
 
 
-@pytest.mark.parametrize("path", _sample_sources(), ids=lambda p: p.name)
+def _sample_params(value) -> list:
+    """``value(path)`` of each sample source; torch's own files (thousands of lines each) are
+    left to the full suite (``slow``)."""
+    return [
+        pytest.param(
+            value(path),
+            id=path.name,
+            marks=[] if path.is_relative_to(REPO) else [pytest.mark.slow],
+        )
+        for path in _sample_sources()
+    ]
+
+
+@pytest.mark.parametrize("path", _sample_params(lambda p: p))
 def test_children_and_parents_are_libcsts(path):
     module = cst.parse_module(path.read_text(encoding="utf-8"))
     nodes = 0
@@ -80,7 +93,7 @@ def test_children_and_parents_are_libcsts(path):
     assert all(parents[node] is parent for node, parent in code.items())
 
 
-@pytest.mark.parametrize("path", _sample_sources(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _sample_params(lambda p: p))
 def test_qualified_names_on_demand_are_libcsts(path):
     module = cst.parse_module(path.read_text(encoding="utf-8"))
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
@@ -256,9 +269,9 @@ ODD_LAYOUTS = {
     "empty": "",
     "no-final-newline": "@d\nclass C: x = 1; y = 2",
 }
-SAMPLES_AND_ODD_LAYOUTS = [
-    pytest.param(p.read_text(encoding="utf-8"), id=p.name) for p in _sample_sources()
-] + [pytest.param(text, id=name) for name, text in ODD_LAYOUTS.items()]
+SAMPLES_AND_ODD_LAYOUTS = _sample_params(lambda p: p.read_text(encoding="utf-8")) + [
+    pytest.param(text, id=name) for name, text in ODD_LAYOUTS.items()
+]
 
 
 @pytest.mark.parametrize("source", SAMPLES_AND_ODD_LAYOUTS)
@@ -360,6 +373,7 @@ def test_a_statement_seen_at_one_indentation_is_generated_again_at_another():
 ALL_CASES = [pytest.param(rule, source, id=ident) for rule, ident, source in case_sources()]
 
 
+@pytest.mark.slow  # every case through the pipeline twice; test_plain_libcst's companion
 @pytest.mark.parametrize("rule, source", ALL_CASES)
 def test_engine_runs_each_rule_as_libcst_does(rule, source, monkeypatch):
     """The engine's shared, on-demand metadata and its own import step give what the rule gives

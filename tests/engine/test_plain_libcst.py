@@ -20,6 +20,8 @@ from tests.sweep.test_real_code_sweep import _torch_sample
 
 import codemods
 
+pytestmark = pytest.mark.slow  # every case, fixture and torch sample file, twice
+
 
 def _case_texts() -> list[tuple[str, type, str]]:
     texts = [(case, rule, source) for rule, case, source in case_sources()]

@@ -13,6 +13,8 @@ from migrate import __version__
 from migrate.engine import Selection, migrate_file
 from tests.pr.conftest import git
 
+pytestmark = pytest.mark.slow  # a git branch and a commit per rule, for each fixture
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 OLD_API = "import torch\nimport torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\nxm.mark_step()\n"

@@ -18,6 +18,8 @@ import pytest
 
 from migrate.engine import Selection, default_jobs, migrate_files
 
+pytestmark = pytest.mark.slow  # a sample of the torch sources and the stdlib
+
 INTERESTING = (".cuda", "torch.distributed", "autocast")
 FULL = os.environ.get("TPU_MIGRATE_SWEEP") == "full"
 # Sample sizes chosen for about 1-2 minutes on 2 cores (the parsed torch files dominate).

@@ -12,6 +12,8 @@ import pytest
 
 from migrate.verify.runner import BOOTSTRAP_DIR, ORIGINAL, SideSpec, command, protocol, side_env
 
+pytestmark = pytest.mark.slow  # runs torch training scripts in subprocesses
+
 CUDA_CHECKS = textwrap.dedent("""
     import torch
     import torch.nn as nn

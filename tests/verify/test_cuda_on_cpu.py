@@ -21,6 +21,8 @@ import pytest
 from migrate.verify.runner import ORIGINAL, SideSpec, command, free_port, protocol, side_env
 from tests.verify.helpers import script
 
+pytestmark = pytest.mark.slow  # runs torch training scripts in subprocesses
+
 STEPS = 4
 
 
