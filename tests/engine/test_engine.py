@@ -316,7 +316,9 @@ def test_the_cycle_collector_is_left_as_it_was_found(project, enabled):
 
 
 def _slow_migration(path, selection, cache=None):
-    (path.parent / f"{path.name}.started").write_text(str(os.getpid()))
+    started = path.parent / f"{path.name}.started"
+    started.with_suffix(".tmp").write_text(str(os.getpid()))
+    started.with_suffix(".tmp").replace(started)  # appears with the pid in it
     time.sleep(30)
     (path.parent / f"{path.name}.finished").write_text("")
 
@@ -330,13 +332,16 @@ def test_ctrl_c_stops_busy_workers_instead_of_waiting_for_them(tmp_path, monkeyp
         path.write_text(OLD_API)
     monkeypatch.setattr(engine, "migrate_file", _slow_migration)
 
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
+    def interrupt_once_a_worker_is_busy(signum, frame):
+        if list(tmp_path.glob("*.started")):
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGALRM, interrupt)
+    previous = signal.signal(signal.SIGALRM, interrupt_once_a_worker_is_busy)
     try:
         results = migrate_files(paths, ALL, jobs=2)
-        signal.setitimer(signal.ITIMER_REAL, 3.0)
+        # (looks every 50 ms: a fixed delay could come before any worker had started)
+        signal.setitimer(signal.ITIMER_REAL, 0.05, 0.05)
         with pytest.raises(KeyboardInterrupt):
             next(results)
     finally:
