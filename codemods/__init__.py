@@ -1,18 +1,18 @@
 """The rule registry: every rule, in pipeline order.
 
-Order matters. TPU120 (Hogwild) runs first: a file it reports stays on the CPU, and the engine
-runs no later rule on it. Then old torch_xla spellings are modernised first, then devices are chosen (and models
-put on them before their optimizers are built), CUDA runtime calls mapped, batch shapes made static
-(TPU113 drop_last, TPU114 bucket padding: they read the user's own ``DataLoader(...)`` and
+Order matters. TPU120 (Hogwild) runs first: a file it reports stays on the CPU, and the engine runs
+no later rule on it. Then old torch_xla spellings are modernised first, then devices are chosen (and
+models put on them before their optimizers are built), CUDA runtime calls mapped, batch shapes made
+static (TPU113 drop_last, TPU114 bucket padding: they read the user's own ``DataLoader(...)`` and
 ``pad_sequence(...)`` calls, before TPU103 wraps the loaders in MpDeviceLoader), loaders wrapped
 (TPU123 drops ``pin_memory``/``non_blocking`` first, so that a loader wrapped in a ``for`` header
 reads as it will; TPU122 then drops the per-batch copies in the loops TPU103 wrapped: the three were
-one rule, TPU103, and run where it ran), then the step boundary is placed (it needs to know whether the loop iterates an MpDeviceLoader),
-and then the host reads are moved out of the step (TPU115 needs to know where the boundary is: a
-read before it is mid-step, and its step closures run at it). Right before TPU115, TPU125 reports
-meter objects that keep device values (on the step as written) and TPU124 puts per-step progress
-bars under an interval condition, so that TPU115 moves their reads like any report at an interval:
-the three were one rule, TPU115, and run where it ran.
+one rule, TPU103, and run where it ran), then the step boundary is placed (it needs to know whether
+the loop iterates an MpDeviceLoader), and then the host reads are moved out of the step (TPU115
+needs to know where the boundary is: a read before it is mid-step, and its step closures run at it).
+Right before TPU115, TPU125 reports meter objects that keep device values (on the step as written)
+and TPU124 puts per-step progress bars under an interval condition, so that TPU115 moves their reads
+like any report at an interval: the three were one rule, TPU115, and run where it ran.
 
 TPU110 seeds the XLA RNG only in files that use torch_xla, so it runs after every rule that can
 make a file an XLA script (TPU102's ``xm.optimizer_step``, TPU103's loader, TPU115's closures);
