@@ -6,7 +6,6 @@ same output, rewrite counts, findings, regions, verify adjustments and errors.""
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from pathlib import Path
 
 import libcst as cst
@@ -16,7 +15,7 @@ from codemods.testing import case_sources, rule_cases
 from migrate.engine import PipelineDetails, Selection, migrate_files, run_pipeline
 from migrate.fastcst import PLAIN_LIBCST_VARIABLE, plain_libcst
 from tests.fixtures.goldens import all_fixtures
-from tests.sweep.test_real_code_sweep import _torch_sample
+from tests.sweep.test_real_code_sweep import _torch_sample, copy_sample
 
 import codemods
 
@@ -88,23 +87,13 @@ def _file_outcomes(paths: list[Path], jobs: int) -> dict[str, tuple]:
     return outcomes
 
 
-def _copies(tree: Path, files: list[Path], destination: Path) -> list[Path]:
-    copies = []
-    for path in files:
-        copy = destination / path.relative_to(tree)
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, copy)
-        copies.append(copy)
-    return copies
-
-
 FIXTURES = all_fixtures()
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f.name for f in FIXTURES])
 def test_fixture_is_the_same_both_ways(monkeypatch, tmp_path, fixture):
     files = [fixture.before / p for p in fixture.python_files(fixture.before)]
-    copies = _copies(fixture.before, files, tmp_path)
+    copies = copy_sample(fixture.before, files, tmp_path)
     fast, plain = _both_ways(monkeypatch, lambda: _file_outcomes(copies, jobs=1))
     assert fast == plain
     assert any(outcome[0] is not None for outcome in fast.values()) or fixture.name == "no_torch"
@@ -112,7 +101,7 @@ def test_fixture_is_the_same_both_ways(monkeypatch, tmp_path, fixture):
 
 def test_torch_source_sample_is_the_same_both_ways(monkeypatch, tmp_path):
     tree, sample = _torch_sample()
-    copies = _copies(tree, sample, tmp_path)
+    copies = copy_sample(tree, sample, tmp_path)
     fast, plain = _both_ways(monkeypatch, lambda: _file_outcomes(copies, jobs=2))
     differing = sorted(path for path in fast if fast[path] != plain[path])
     assert not differing, f"{len(differing)} of {len(fast)} files differ: {differing[:5]}"

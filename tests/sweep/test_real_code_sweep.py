@@ -52,15 +52,21 @@ def _stdlib_sample() -> tuple[Path, list[Path]]:
     return tree, _every(files, STDLIB_SAMPLE)
 
 
-@pytest.mark.parametrize("corpus", ["torch", "stdlib"])
-def test_every_rule_over_real_code(corpus, tmp_path):
-    tree, sample = _torch_sample() if corpus == "torch" else _stdlib_sample()
+def copy_sample(tree: Path, files: list[Path], destination: Path) -> list[Path]:
+    """Copies of ``files`` (under ``tree``) at the same relative paths under ``destination``."""
     copies = []
-    for path in sample:
-        copy = tmp_path / path.relative_to(tree)
+    for path in files:
+        copy = destination / path.relative_to(tree)
         copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, copy)
         copies.append(copy)
+    return copies
+
+
+@pytest.mark.parametrize("corpus", ["torch", "stdlib"])
+def test_every_rule_over_real_code(corpus, tmp_path):
+    tree, sample = _torch_sample() if corpus == "torch" else _stdlib_sample()
+    copies = copy_sample(tree, sample, tmp_path)
     selection = Selection.from_options()
     counts, problems, rewritten = Counter(files=len(copies)), [], []
     for result in migrate_files(copies, selection, default_jobs()):
