@@ -8,7 +8,7 @@ import libcst as cst
 import libcst.matchers as m
 
 
-def _is_main_guard(statement: cst.CSTNode) -> bool:
+def is_main_guard(statement: cst.CSTNode) -> bool:
     return isinstance(statement, cst.If) and m.matches(
         statement.test,
         m.Comparison(
@@ -18,7 +18,7 @@ def _is_main_guard(statement: cst.CSTNode) -> bool:
     )
 
 
-def _backend_argument(call: cst.Call) -> cst.Arg | None:
+def backend_argument(call: cst.Call) -> cst.Arg | None:
     for argument in call.args:
         if argument.keyword is not None and argument.keyword.value == "backend":
             return argument
@@ -27,13 +27,13 @@ def _backend_argument(call: cst.Call) -> cst.Arg | None:
     return None
 
 
-def _string_value(node: cst.CSTNode | None) -> str | None:
+def string_value(node: cst.CSTNode | None) -> str | None:
     if isinstance(node, cst.SimpleString):
         return node.evaluated_value
     return None
 
 
-def _literal_text(node: cst.BaseExpression) -> str | None:
+def literal_text(node: cst.BaseExpression) -> str | None:
     if isinstance(node, cst.SimpleString):
         return node.evaluated_value
     if isinstance(node, cst.Integer):
@@ -41,19 +41,19 @@ def _literal_text(node: cst.BaseExpression) -> str | None:
     return None
 
 
-def _is_true(node: cst.BaseExpression) -> bool:
+def is_true(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "True"
 
 
-def _is_empty_tuple(node: cst.BaseExpression) -> bool:
+def is_empty_tuple(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Tuple) and not node.elements
 
 
-def _is_to_call_on(call: cst.Call) -> bool:
+def is_to_call_on(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Attribute) and call.func.attr.value == "to"
 
 
-def _env_root(call: cst.Call) -> cst.BaseExpression:
+def env_root(call: cst.Call) -> cst.BaseExpression:
     inner = call.args[0].value
     node = inner.value if isinstance(inner, cst.Subscript) else inner.func
     while isinstance(node, cst.Attribute):
@@ -61,13 +61,13 @@ def _env_root(call: cst.Call) -> cst.BaseExpression:
     return node
 
 
-def _equal() -> cst.AssignEqual:
+def assign_equal() -> cst.AssignEqual:
     return cst.AssignEqual(
         whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
     )
 
 
-def _with_commas(args: Sequence[cst.Arg]) -> list[cst.Arg]:
+def with_commas(args: Sequence[cst.Arg]) -> list[cst.Arg]:
     """``args`` on one line, separated by ``, `` (``_wrapped_if_long`` breaks long lines)."""
     result = []
     for index, argument in enumerate(args):
@@ -83,15 +83,15 @@ def _with_commas(args: Sequence[cst.Arg]) -> list[cst.Arg]:
     return result
 
 
-def _has_global(function: cst.FunctionDef) -> bool:
+def has_global(function: cst.FunctionDef) -> bool:
     first = function.body.body[0] if function.body.body else None
     return isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Global)
 
 
-def _with_globals_first(
+def with_globals_first(
     function: cst.FunctionDef, moved: Sequence[tuple[str, cst.BaseExpression]]
 ) -> cst.FunctionDef:
-    if _has_global(function):
+    if has_global(function):
         return function
     names = ", ".join(name for name, _ in moved)
     new = [cst.parse_statement(f"global {names}\n")]
@@ -104,7 +104,7 @@ def _with_globals_first(
     return function.with_changes(body=function.body.with_changes(body=[*new, *body]))
 
 
-def _newline_indent(extra: int) -> cst.ParenthesizedWhitespace:
+def newline_indent(extra: int) -> cst.ParenthesizedWhitespace:
     return cst.ParenthesizedWhitespace(
         first_line=cst.TrailingWhitespace(),
         indent=True,
@@ -112,22 +112,22 @@ def _newline_indent(extra: int) -> cst.ParenthesizedWhitespace:
     )
 
 
-def _one_indented_line(call: cst.Call, indent: int) -> cst.Call:
+def one_indented_line(call: cst.Call, indent: int) -> cst.Call:
     args = [a.with_changes(whitespace_after_arg=cst.SimpleWhitespace("")) for a in call.args]
     args[-1] = args[-1].with_changes(
-        comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=_newline_indent(0)
+        comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=newline_indent(0)
     )
-    return call.with_changes(whitespace_before_args=_newline_indent(4), args=args)
+    return call.with_changes(whitespace_before_args=newline_indent(4), args=args)
 
 
-def _one_argument_per_line(call: cst.Call, indent: int) -> cst.Call:
+def one_argument_per_line(call: cst.Call, indent: int) -> cst.Call:
     args = []
     for index, argument in enumerate(call.args):
         last = index == len(call.args) - 1
         args.append(
             argument.with_changes(
-                comma=cst.Comma(whitespace_after=_newline_indent(0 if last else 4)),
+                comma=cst.Comma(whitespace_after=newline_indent(0 if last else 4)),
                 whitespace_after_arg=cst.SimpleWhitespace(""),
             )
         )
-    return call.with_changes(whitespace_before_args=_newline_indent(4), args=args)
+    return call.with_changes(whitespace_before_args=newline_indent(4), args=args)

@@ -23,19 +23,19 @@ from ._base import (
     walk_all,
 )
 from ._distributed import (
-    _is_main_guard,
-    _backend_argument,
-    _string_value,
-    _literal_text,
-    _is_true,
-    _is_empty_tuple,
-    _is_to_call_on,
-    _env_root,
-    _equal,
-    _with_commas,
-    _with_globals_first,
-    _one_indented_line,
-    _one_argument_per_line,
+    is_main_guard,
+    backend_argument,
+    string_value,
+    literal_text,
+    is_true,
+    is_empty_tuple,
+    is_to_call_on,
+    env_root,
+    assign_equal,
+    with_commas,
+    with_globals_first,
+    one_indented_line,
+    one_argument_per_line,
 )
 from ._statements import AppliesStatementEdits, Replacement
 from migrate.fastcst.traversal import visit_without_copying
@@ -357,7 +357,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
 
     def _plan_entry_point(self, module: cst.Module) -> None:
         functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
-        self._main_block = next((s for s in module.body if _is_main_guard(s)), None)
+        self._main_block = next((s for s in module.body if is_main_guard(s)), None)
         self._module_devices = [
             s
             for s in module.body
@@ -487,7 +487,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         if not calls:
             return updated
         call = calls[-1]  # the outermost: built last
-        for wrapped in (_one_indented_line(call, indent), _one_argument_per_line(call, indent)):
+        for wrapped in (one_indented_line(call, indent), one_argument_per_line(call, indent)):
             candidate = updated.deep_replace(call, wrapped)
             text = code_of(candidate.with_changes(leading_lines=()))
             if all(indent + len(line) <= MAX_LINE for line in text.splitlines()):
@@ -530,7 +530,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         )
         function = function.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
         if self._moves_devices():
-            function = _with_globals_first(function, self._device_moves())
+            function = with_globals_first(function, self._device_moves())
         self.edits.insert_before(self._main_block, function)
         launch_args = f", args=({', '.join(names)},)" if names else ""
         launch = cst.parse_statement(f"torch_xla.launch({MP_FN}{launch_args})\n")
@@ -542,7 +542,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
     ) -> cst.FunctionDef:
         if self._moves_devices() and original_node.name.value in self._launched:
-            return _with_globals_first(updated_node, self._device_moves())
+            return with_globals_first(updated_node, self._device_moves())
         return updated_node
 
     # ----------------------------------------------------------------- calls
@@ -570,14 +570,14 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             return self._runtime_call(RUNTIME_QUERIES[qname])
         env = self._env_query(original_node)
         if env is not None:
-            self.release_binding(_env_root(original_node))
+            self.release_binding(env_root(original_node))
             return self._runtime_call(env)
         if self.is_name(func, *DATA_PARALLEL) and not self._is_wrapped_self_assignment(
             original_node
         ):
             self._flag_data_parallel(original_node, original_node)
             return updated_node.args[0].value if updated_node.args else updated_node
-        if _is_to_call_on(updated_node) and self._is_ddp_call(original_node.func.value):
+        if is_to_call_on(updated_node) and self._is_ddp_call(original_node.func.value):
             self.record_rewrite()
             return updated_node.func.value
         return updated_node
@@ -589,10 +589,10 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
 
     # init_process_group
     def _xla_process_group(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        backend = _backend_argument(updated)
-        if backend is None or _string_value(backend.value) == "xla":
+        backend = backend_argument(updated)
+        if backend is None or string_value(backend.value) == "xla":
             return updated
-        if not self._is_cuda_backend(original, _backend_argument(original).value):
+        if not self._is_cuda_backend(original, backend_argument(original).value):
             return updated
         kept = [
             a
@@ -602,20 +602,22 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         kept = [a for a in kept if a.keyword is not None]  # positional ones were backend, ...
         new_args = [
             cst.Arg(cst.SimpleString('"xla"')),
-            cst.Arg(cst.SimpleString('"xla://"'), keyword=cst.Name("init_method"), equal=_equal()),
-            *[a.with_changes(equal=_equal(), comma=cst.MaybeSentinel.DEFAULT) for a in kept],
+            cst.Arg(
+                cst.SimpleString('"xla://"'), keyword=cst.Name("init_method"), equal=assign_equal()
+            ),
+            *[a.with_changes(equal=assign_equal(), comma=cst.MaybeSentinel.DEFAULT) for a in kept],
         ]
         self.require_import(XLA_BACKEND)
         self.record_rewrite()
         return updated.with_changes(
-            args=_with_commas(new_args), whitespace_before_args=cst.SimpleWhitespace("")
+            args=with_commas(new_args), whitespace_before_args=cst.SimpleWhitespace("")
         )
 
     def _is_cuda_backend(self, call: cst.Call, value: cst.BaseExpression) -> bool:
-        if _string_value(value) in CUDA_BACKENDS:
+        if string_value(value) in CUDA_BACKENDS:
             return True
         if isinstance(value, cst.IfExp):
-            return all(_string_value(v) in CUDA_BACKENDS for v in (value.body, value.orelse))
+            return all(string_value(v) in CUDA_BACKENDS for v in (value.body, value.orelse))
         if isinstance(value, cst.Name):
             assignments = self._assignments_of(value)
             return bool(assignments) and all(
@@ -643,7 +645,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         return nodes
 
     def _plan_backend_variable_removal(self, call: cst.Call) -> None:
-        argument = _backend_argument(call)
+        argument = backend_argument(call)
         if argument is None or not isinstance(argument.value, cst.Name):
             return
         if not self._is_cuda_backend(call, argument.value):
@@ -675,12 +677,14 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         if not has_view:
             kept.append(
                 cst.Arg(
-                    cst.Name("True"), keyword=cst.Name("gradient_as_bucket_view"), equal=_equal()
+                    cst.Name("True"),
+                    keyword=cst.Name("gradient_as_bucket_view"),
+                    equal=assign_equal(),
                 )
             )
         self.record_rewrite()
         return call.with_changes(
-            args=_with_commas(kept), whitespace_before_args=cst.SimpleWhitespace("")
+            args=with_commas(kept), whitespace_before_args=cst.SimpleWhitespace("")
         )
 
     def _is_ddp_call(self, node: cst.BaseExpression) -> bool:
@@ -709,7 +713,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
                 ),
                 None,
             )
-            new = cst.Arg(value, keyword=cst.Name(keyword), equal=_equal())
+            new = cst.Arg(value, keyword=cst.Name(keyword), equal=assign_equal())
             if existing is not None:
                 if not args[existing].value.deep_equals(value):
                     args[existing] = args[existing].with_changes(value=value)
@@ -725,7 +729,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
         self.require_import(XR)
         self.record_rewrite()
         return call.with_changes(
-            args=_with_commas(args), whitespace_before_args=cst.SimpleWhitespace("")
+            args=with_commas(args), whitespace_before_args=cst.SimpleWhitespace("")
         )
 
     # mp.spawn
@@ -736,7 +740,7 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             bool(call.args)
             and not any(a.star for a in call.args)
             and len([a for a in call.args if a.keyword is None]) <= 3
-            and (join is None or _is_true(join))
+            and (join is None or is_true(join))
         )
 
     def _launch(self, call: cst.Call) -> cst.Call:
@@ -746,11 +750,13 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             name = argument.keyword.value if argument.keyword else spawn_parameters[position]
             values[name] = argument.value
         new_args = [cst.Arg(values["fn"])]
-        if "args" in values and not _is_empty_tuple(values["args"]):
-            new_args.append(cst.Arg(values["args"], keyword=cst.Name("args"), equal=_equal()))
+        if "args" in values and not is_empty_tuple(values["args"]):
+            new_args.append(cst.Arg(values["args"], keyword=cst.Name("args"), equal=assign_equal()))
         if "start_method" in values:
             new_args.append(
-                cst.Arg(values["start_method"], keyword=cst.Name("start_method"), equal=_equal())
+                cst.Arg(
+                    values["start_method"], keyword=cst.Name("start_method"), equal=assign_equal()
+                )
             )
         if "nprocs" in values:
             nprocs = values["nprocs"]
@@ -760,11 +766,11 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
                 else cst.parse_expression(f"{code_of(nprocs)} == 1")
             )
             new_args.append(
-                cst.Arg(single, keyword=cst.Name("debug_single_process"), equal=_equal())
+                cst.Arg(single, keyword=cst.Name("debug_single_process"), equal=assign_equal())
             )
         self.require_import(TORCH_XLA)
         self.record_rewrite()
-        return cst.Call(func=cst.parse_expression("torch_xla.launch"), args=_with_commas(new_args))
+        return cst.Call(func=cst.parse_expression("torch_xla.launch"), args=with_commas(new_args))
 
     # environment
     def _env_query(self, call: cst.Call) -> str | None:
@@ -789,11 +795,11 @@ class Distributed(AppliesStatementEdits, TpuCodemod):
             if 1 <= len(inner.args) <= 2 and all(a.keyword is None for a in inner.args):
                 key = inner.args[0].value
                 default = inner.args[1].value if len(inner.args) == 2 else None
-        variable = _string_value(key) if key is not None else None
+        variable = string_value(key) if key is not None else None
         if variable not in ENV_QUERIES:
             return None
         spelling, neutral = ENV_QUERIES[variable]
-        if default is not None and _literal_text(default) not in neutral:
+        if default is not None and literal_text(default) not in neutral:
             return None
         return spelling
 
