@@ -4,7 +4,7 @@
 #            training scripts run in subprocesses): the lane to run while iterating
 # Further arguments go to pytest.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh" "xla,dev"
+source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh" "xla,dev,frameworks"
 cd "$ROOT"
 if [[ "${1:-}" == "--fast" ]]; then
     shift
