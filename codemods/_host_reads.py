@@ -165,6 +165,8 @@ class PlansHostReads(AppliesStatementEdits):
 
     def _boundary(self, loop: cst.For | cst.While) -> LoopPlan | None:
         """Where the loop's step ends, or None when the loop has no boundary this rule knows."""
+        if self.index.frameworks.owns_code(loop.body):
+            return None  # a framework's loop: it decides when the step ends
         if self._iterates_device_loader(loop):
             return LoopPlan(loop, sync=None)
         if not isinstance(loop.body, cst.IndentedBlock):

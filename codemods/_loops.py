@@ -8,9 +8,10 @@ them in its ``leave_*`` methods by the identity of the original nodes (statement
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import libcst as cst
 from libcst.metadata import ScopeProvider
@@ -18,6 +19,9 @@ from libcst.metadata import ScopeProvider
 from ._base import TpuCodemod, children_of, code_of, dotted_name, walk_all, walk_pruned
 from migrate.fastcst.traversal import LAYOUT
 from migrate.fastcst.facts import FileFacts
+
+if TYPE_CHECKING:
+    from ._frameworks import Frameworks
 
 DATA_LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 MP_DEVICE_LOADERS = ("torch_xla.distributed.parallel_loader.MpDeviceLoader",)
@@ -217,6 +221,13 @@ class ModuleIndex:
         self.classes: list[cst.ClassDef] = []
         self._callees: dict[tuple[bool, str], list[cst.Call]] | None = None
         self._collect()
+
+    @functools.cached_property
+    def frameworks(self) -> "Frameworks":
+        """What the training frameworks this module uses manage (``_frameworks.py``)."""
+        from ._frameworks import Frameworks  # it reads this index: imported when first asked
+
+        return Frameworks.of(self.rule, self)
 
     def _collect(self) -> None:
         """The one walk: each node with its parent, the function (or module) that owns the

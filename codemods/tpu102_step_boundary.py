@@ -139,6 +139,38 @@ class StepBoundary(AppliesStatementEdits, TpuCodemod):
 
     VALID = [
         Valid(
+            "import torch\n"
+            "from accelerate import Accelerator\n"
+            "from torch.utils.data import DataLoader\n"
+            "\n"
+            "accelerator = Accelerator()\n"
+            "train_loader = DataLoader(train_set, batch_size=32, shuffle=True)\n"
+            "model, optimizer, train_loader = accelerator.prepare(\n"
+            "    model, optimizer, train_loader\n"
+            ")\n"
+            "for x, y in train_loader:\n"
+            "    loss = torch.nn.functional.cross_entropy(model(x), y)\n"
+            "    accelerator.backward(loss)\n"
+            "    optimizer.step()\n"
+            "    optimizer.zero_grad()\n",
+            why="Accelerate's prepared optimizer steps on XLA itself; its loader cuts the graph",
+        ),
+        Valid(
+            "import lightning as L\n"
+            "import torch\n"
+            "\n"
+            "\n"
+            "class Manual(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        opt = self.optimizers()\n"
+            "        for x, y in batch:\n"
+            "            loss = torch.nn.functional.mse_loss(self.net(x), y)\n"
+            "            self.manual_backward(loss)\n"
+            "            opt.step()\n"
+            "            opt.zero_grad()\n",
+            why="a LightningModule's step: Lightning's XLA strategy steps and cuts the graph",
+        ),
+        Valid(
             "import gym\n\n"
             "env = gym.make('CartPole-v1')\n"
             "obs = env.reset()\n"
@@ -351,7 +383,14 @@ class StepBoundary(AppliesStatementEdits, TpuCodemod):
         self.index = ModuleIndex(self, node)
         index = self.index
         sharded = any(refers_to(self, call.func, SHARDING_WRAPPERS) for call in index.calls)
-        steps = [call for call in index.calls if self._is_optimizer_step(call)]
+        frameworks = index.frameworks
+        steps = [
+            call
+            for call in index.calls
+            if self._is_optimizer_step(call)
+            and not frameworks.manages(call.func.value)  # type: ignore[attr-defined]
+            and not frameworks.owns_code(call)
+        ]
         if not sharded:
             self.conversions = {id(call) for call in steps}
         xla_steps = [call for call in index.calls if calls(self, call, XLA_OPTIMIZER_STEP)]
@@ -479,6 +518,8 @@ class StepBoundary(AppliesStatementEdits, TpuCodemod):
     def _plan_boundary(self, loop, steps: list[cst.CSTNode]) -> None:
         if self.index.is_device_loop(loop) or self._cuts_graph(loop):
             return
+        if self.index.frameworks.owns_code(loop.body):
+            return  # a framework's loop: it cuts the graph itself
         sync = new_statement("torch_xla.sync()")
         if steps:
             last = self.index.statement_of(max(steps, key=self.position))

@@ -149,6 +149,23 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
 
     VALID = [
         Valid(
+            "import torch\n"
+            "from accelerate import Accelerator\n"
+            "from torch.utils.data import DataLoader\n"
+            "\n"
+            "accelerator = Accelerator()\n"
+            "train_loader = DataLoader(train_set, batch_size=32, shuffle=True)\n"
+            "model, optimizer, train_loader = accelerator.prepare(\n"
+            "    model, optimizer, train_loader\n"
+            ")\n"
+            "for x, y in train_loader:\n"
+            "    loss = torch.nn.functional.cross_entropy(model(x), y)\n"
+            "    accelerator.backward(loss)\n"
+            "    optimizer.step()\n"
+            "    optimizer.zero_grad()\n",
+            why="a loader Accelerate prepared is on the device already",
+        ),
+        Valid(
             "from torch.utils.data import DataLoader\n"
             "\n"
             "loader_a = DataLoader(ds_a, batch_size=8)\n"
@@ -265,6 +282,8 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
             loader, _ = self.index.unwrap_iterable(loop.iter)
             if self.index.device_loader_call(loader) is not None:
                 continue  # wrapped already (TPU122 drops its copies)
+            if self.index.frameworks.owns_code(loop.body):
+                continue  # the framework puts its loaders on the device
             if self._traced_here(loop, loader):
                 key = (id(self.index.owner(loop)), code_of(loader))
                 groups.setdefault(key, []).append((loop, loader))

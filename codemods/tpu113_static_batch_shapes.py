@@ -177,6 +177,22 @@ class StaticBatchShapes(TpuCodemod):
 
     INVALID = [
         Invalid(
+            "from accelerate import Accelerator\n"
+            "from torch.utils.data import DataLoader\n\n"
+            "accelerator = Accelerator()\n"
+            "train_loader = DataLoader(train_set, batch_size=32, shuffle=True)\n"
+            "model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)\n",
+            "from accelerate import Accelerator\n"
+            "from torch.utils.data import DataLoader\n\n"
+            "accelerator = Accelerator()\n"
+            "# TODO(tpu-migrate): TPU233 Accelerate iterates this training loader: drop_last=True "
+            "spares its partial last batch a graph of its own\n"
+            "train_loader = DataLoader(train_set, batch_size=32, shuffle=True)\n"
+            "model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)\n",
+            findings=[DROP_LAST_NOT_SET],
+            why="Accelerate re-creates a prepared loader: the drop_last it needs is the user's call",
+        ),
+        Invalid(
             "import torch\n"
             "from torch.utils.data import DataLoader\n"
             "from torch.utils.data.distributed import DistributedSampler\n\n"
@@ -210,7 +226,10 @@ class StaticBatchShapes(TpuCodemod):
             if not self.index.is_data_loader_call(call):
                 continue
             role = roles.get(id(call)) or self._role_from_names(call)
-            if role == TRAIN:
+            framework = self.index.frameworks.manages_value(call)
+            if role == TRAIN and framework is not None:
+                self._flag_framework_loader(call, framework)
+            elif role == TRAIN:
                 self._plan_training_loader(call)
             elif role == EVAL:
                 self._plan_eval_loader(call)
@@ -308,6 +327,23 @@ class StaticBatchShapes(TpuCodemod):
         for sampler in self._distributed_samplers(arguments.get("sampler")):
             if _argument(sampler, "drop_last") is None and not any(a.star for a in sampler.args):
                 self.additions.add(id(sampler))
+
+    def _flag_framework_loader(self, call: cst.Call, framework: str) -> None:
+        """A training loader a framework iterates: it batches on its own terms (Lightning and
+        Accelerate re-create the loader with their samplers), so drop_last is not set for it."""
+        arguments = self._arguments(call)
+        if arguments is not None and (
+            "drop_last" in arguments
+            or "batch_sampler" in arguments
+            or not _batches_several(arguments)
+        ):
+            return
+        self.flag(
+            call,
+            DROP_LAST_NOT_SET,
+            f"{framework} iterates this training loader: drop_last=True spares its partial "
+            "last batch a graph of its own",
+        )
 
     def _plan_eval_loader(self, call: cst.Call) -> None:
         arguments = self._arguments(call)
