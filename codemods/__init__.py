@@ -1,7 +1,9 @@
 """The rule registry: every rule, in pipeline order.
 
 Order matters. TPU120 (Hogwild) runs first: a file it reports stays on the CPU, and the engine runs
-no later rule on it. Then old torch_xla spellings are modernised first, then devices are chosen (and
+no later rule on it. Then old torch_xla spellings are modernised first, then the training
+frameworks are configured for TPUs (TPU140-TPU142: they read ``torch.cuda`` counts and availability
+tests in the frameworks' arguments before TPU104 and TPU101 rewrite them), then devices are chosen (and
 models put on them before their optimizers are built), CUDA runtime calls mapped, batch shapes made
 static (TPU113 drop_last, TPU114 bucket padding: they read the user's own ``DataLoader(...)`` and
 ``pad_sequence(...)`` calls, before TPU103 wraps the loaders in MpDeviceLoader), loaders wrapped
@@ -28,7 +30,8 @@ that they see the evaluation regions as ``torch.no_grad()``, the spelling they k
 TPU116 (boolean-mask writes) is a local rewrite that depends on no other rule; it runs before
 TPU117 so that only the writes it could not make static are reported. TPU121 (moving slices ->
 ``index_select``) runs just before TPU117 for the same reason (TPU257 reports the slices it could
-not rewrite). TPU117 (XLA hazards) runs last: it reports on the code as it will be written (after
+not rewrite). TPU143 (hazards inside a ``LightningModule``) runs right before TPU117, on the code as it will be
+written, like it. TPU117 (XLA hazards) runs last: it reports on the code as it will be written (after
 ``.cuda()`` became ``.to(device)``, so it can re-tie shared weights right after that move, and
 after TPU115 moved the reads it can make static) and its markers are not disturbed by later
 statement edits.
@@ -65,10 +68,17 @@ from .tpu122_batch_copies import BatchCopies
 from .tpu123_pin_memory import PinMemory
 from .tpu124_progress_bars import ProgressBars
 from .tpu125_meter_values import MeterValues
+from .tpu140_accelerate_precision import AcceleratePrecision
+from .tpu141_lightning_trainer import LightningTrainer
+from .tpu142_hf_training_args import HfTrainingArguments
+from .tpu143_lightning_module_hazards import LightningModuleHazards
 
 PIPELINE: tuple[type[TpuCodemod], ...] = (
     Hogwild,
     ModernizeTorchXla,
+    AcceleratePrecision,
+    LightningTrainer,
+    HfTrainingArguments,
     DevicePlacement,
     AdoptDevice,
     ModelBeforeOptimizer,
@@ -91,6 +101,7 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     HostSyncs,
     XlaRng,
     MovingSlices,
+    LightningModuleHazards,
     XlaHazards,
 )
 

@@ -210,6 +210,30 @@ ROWS: tuple[Row, ...] = (
         "manual",
         "Report meter objects (AverageMeter) that keep device values the step hands them",
     ),
+    (
+        "TPU140",
+        "accelerate-precision",
+        "semantic",
+        "Accelerate: mixed_precision fp16 becomes bf16, the TPU's type",
+    ),
+    (
+        "TPU141",
+        "lightning-trainer",
+        "semantic",
+        "Lightning Trainer/Fabric: accelerator, devices, precision and strategy for the TPU",
+    ),
+    (
+        "TPU142",
+        "hf-training-arguments",
+        "semantic",
+        "HF Trainer: TrainingArguments ask for bf16 and a non-fused AdamW, CUDA settings go",
+    ),
+    (
+        "TPU143",
+        "lightning-module-hazards",
+        "manual",
+        "Report per-step synced logging, manual optimization and CUDA kernels in a LightningModule",
+    ),
     ("TPU201", "(finding of TPU104)", "manual", "CUDA-only API with no XLA equivalent"),
     (
         "TPU202",
@@ -235,6 +259,27 @@ ROWS: tuple[Row, ...] = (
         "manual",
         "the XLA device is used before torch_xla.launch: move it into the launched function",
     ),
+    (
+        "TPU211",
+        "(finding of TPU143)",
+        "manual",
+        "a value logged every step is reduced across devices or shown in the progress bar",
+    ),
+    (
+        "TPU212",
+        "(finding of TPU143)",
+        "manual",
+        "manual optimization: check that every step goes through Lightning's optimizers",
+    ),
+    (
+        "TPU213",
+        "(finding of TPU143)",
+        "manual",
+        "a custom CUDA kernel in a LightningModule: it has no XLA implementation",
+    ),
+    ("TPU214", "(finding of TPU140)", "manual", "Accelerate setting to check for a TPU"),
+    ("TPU215", "(finding of TPU141)", "manual", "Lightning setting to check for a TPU"),
+    ("TPU216", "(finding of TPU142)", "manual", "HF Trainer setting to check for a TPU"),
     (
         "TPU221",
         "(finding of TPU102)",
