@@ -14,6 +14,10 @@ Right before TPU115, TPU125 reports meter objects that keep device values (on th
 and TPU124 puts per-step progress bars under an interval condition, so that TPU115 moves their reads
 like any report at an interval: the three were one rule, TPU115, and run where it ran.
 
+TPU107 (autocast) runs right after the device is chosen, with TPU137, split off from it, where it
+ran. TPU137 removes the GradScaler after TPU107: an autocast region in a branch the scaler's removal
+drops has then been rewritten, as when the two were one rule.
+
 TPU110 seeds the XLA RNG only in files that use torch_xla, so it runs after every rule that can
 make a file an XLA script (TPU102's ``xm.optimizer_step``, TPU103's loader, TPU115's closures);
 before them, a file that only the step boundary makes XLA was seeded on the second run.
@@ -65,6 +69,7 @@ from .tpu122_batch_copies import BatchCopies
 from .tpu123_pin_memory import PinMemory
 from .tpu124_progress_bars import ProgressBars
 from .tpu125_meter_values import MeterValues
+from .tpu137_grad_scaler import GradScalerRemoval
 
 PIPELINE: tuple[type[TpuCodemod], ...] = (
     Hogwild,
@@ -73,6 +78,7 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     AdoptDevice,
     ModelBeforeOptimizer,
     MixedPrecision,
+    GradScalerRemoval,
     Distributed,
     CudaRuntimeCalls,
     Checkpoints,

@@ -19,6 +19,8 @@ from typing import Iterable
 # old code (still the code of its main part) -> the codes of the rules split off from it, in
 # pipeline order. Data, not code: a split adds a line here.
 ALIASES: dict[str, tuple[str, ...]] = {
+    # fp16 autocast -> bf16 autocast on XLA; TPU137 removes the GradScaler and its uses
+    "TPU107": ("TPU137",),
     # wrap loaders in pl.MpDeviceLoader; TPU122 drops the per-batch copies in their loops,
     # TPU123 pin_memory and non_blocking
     "TPU103": ("TPU122", "TPU123"),

@@ -100,7 +100,7 @@ ROWS: tuple[Row, ...] = (
         "TPU107",
         "mixed-precision",
         "semantic",
-        "CUDA fp16 autocast -> torch.autocast('xla', bf16); remove GradScaler and its uses",
+        "CUDA fp16 autocast -> torch.autocast('xla', dtype=torch.bfloat16)",
     ),
     (
         "TPU108",
@@ -209,6 +209,12 @@ ROWS: tuple[Row, ...] = (
         "meter-device-values",
         "manual",
         "Report meter objects (AverageMeter) that keep device values the step hands them",
+    ),
+    (
+        "TPU137",
+        "grad-scaler",
+        "semantic",
+        "GradScaler removed with its uses (scale, step, update, checkpoints): bf16 needs none",
     ),
     ("TPU201", "(finding of TPU104)", "manual", "CUDA-only API with no XLA equivalent"),
     (
@@ -333,7 +339,7 @@ ROWS: tuple[Row, ...] = (
     ),
     (
         "TPU271",
-        "(finding of TPU107)",
+        "(finding of TPU137)",
         "manual",
         "a GradScaler used in a way tpu-migrate cannot unwrap; remove it by hand",
     ),
@@ -352,6 +358,7 @@ ROWS: tuple[Row, ...] = (
 )
 ALIASES: dict[str, tuple[str, ...]] = {
     "TPU103": ("TPU122", "TPU123"),
+    "TPU107": ("TPU137",),
     "TPU115": ("TPU124", "TPU125"),
 }
 # (end of the generated rows)

@@ -268,3 +268,34 @@ def test_tpu115_stands_for_closures_throttled_bars_and_meter_findings(project, c
     )
     assert main(["check", "-j", "1", str(root)]) == 0
     capsys.readouterr()
+
+
+AMP_STEP = textwrap.dedent("""\
+    import torch
+
+    scaler = torch.cuda.amp.GradScaler()
+    with torch.cuda.amp.autocast():
+        loss = model(x)
+    scaler.scale(loss).backward()  # tpu-migrate: ignore[TPU107]
+    scaler.step(optimizer)
+    scaler.update()
+    """)
+
+
+def test_tpu107_stands_for_autocast_and_the_grad_scaler():
+    assert codemods.parts_of("TPU107") == ("TPU107", "TPU137")
+    assert [r.CODE for r in codemods.select_rules(["TPU107"])] == ["TPU107", "TPU137"]
+    assert not {"TPU107", "TPU137"} & {r.CODE for r in codemods.select_rules(ignore=["TPU107"])}
+    # TPU271 moved with the part that reports it
+    assert Selection.from_options(["TPU271"]).rule_codes == ("TPU137",)
+
+
+def test_a_tpu107_suppression_keeps_the_grad_scaler_part_off_its_line(project):
+    root = project({"train.py": AMP_STEP})
+    result = migrate_file(root / "train.py", Selection.from_options())
+    assert result.error is None and result.unused_suppressions == []
+    lines = result.new_text.splitlines()
+    assert 'with torch.autocast("xla", dtype=torch.bfloat16):' in lines
+    assert "scaler.scale(loss).backward()  # tpu-migrate: ignore[TPU107]" in lines
+    assert "scaler.update()" not in lines
+    assert result.applied["TPU137"] == 2
