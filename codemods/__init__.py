@@ -16,6 +16,15 @@ Right before TPU115, TPU125 reports meter objects that keep device values (on th
 and TPU124 puts per-step progress bars under an interval condition, so that TPU115 moves their reads
 like any report at an interval: the three were one rule, TPU115, and run where it ran.
 
+TPU107 (autocast) and TPU108 (the xla process group) run after the models are put on the device,
+each with the rules split off from it where it ran. TPU137 removes the GradScaler after TPU107: an
+autocast region in a branch the scaler's removal drops has then been rewritten, as when the two were
+one rule. Of TPU108's parts TPU131 runs first: the rank reads it rewrites sit in arguments that
+TPU108, TPU132 (DDP), TPU133 (the sampler) and TPU136 (launch) rebuild or drop, and a read dropped
+unrewritten would keep its ``os`` import. TPU134 (``set_device``) and TPU135 (``DataParallel``)
+remove statements before TPU136 puts the device at the top of each launched function, where it
+takes the comment lines of the first statement left.
+
 TPU110 seeds the XLA RNG only in files that use torch_xla, so it runs after every rule that can
 make a file an XLA script (TPU102's ``xm.optimizer_step``, TPU103's loader, TPU115's closures);
 before them, a file that only the step boundary makes XLA was seeded on the second run.
@@ -50,7 +59,7 @@ from .tpu104_cuda_runtime import CudaRuntimeCalls
 from .tpu105_modernize_torch_xla import ModernizeTorchXla
 from .tpu106_model_before_optimizer import ModelBeforeOptimizer
 from .tpu107_mixed_precision import MixedPrecision
-from .tpu108_distributed import Distributed
+from .tpu108_process_group import ProcessGroup
 from .tpu109_checkpoints import Checkpoints
 from .tpu110_xla_rng import XlaRng
 from .tpu111_sparse_embeddings import SparseEmbeddings
@@ -68,6 +77,13 @@ from .tpu122_batch_copies import BatchCopies
 from .tpu123_pin_memory import PinMemory
 from .tpu124_progress_bars import ProgressBars
 from .tpu125_meter_values import MeterValues
+from .tpu131_runtime_ranks import RuntimeRanks
+from .tpu132_ddp_arguments import DdpArguments
+from .tpu133_sampler_replicas import SamplerReplicas
+from .tpu134_set_device import SetDevice
+from .tpu135_data_parallel import DataParallel
+from .tpu136_xla_launch import XlaLaunch
+from .tpu137_grad_scaler import GradScalerRemoval
 from .tpu140_accelerate_precision import AcceleratePrecision
 from .tpu141_lightning_trainer import LightningTrainer
 from .tpu142_hf_training_args import HfTrainingArguments
@@ -83,7 +99,14 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     AdoptDevice,
     ModelBeforeOptimizer,
     MixedPrecision,
-    Distributed,
+    GradScalerRemoval,
+    RuntimeRanks,
+    ProcessGroup,
+    DdpArguments,
+    SamplerReplicas,
+    SetDevice,
+    DataParallel,
+    XlaLaunch,
     CudaRuntimeCalls,
     Checkpoints,
     SparseEmbeddings,

@@ -19,6 +19,12 @@ from typing import Iterable
 # old code (still the code of its main part) -> the codes of the rules split off from it, in
 # pipeline order. Data, not code: a split adds a line here.
 ALIASES: dict[str, tuple[str, ...]] = {
+    # fp16 autocast -> bf16 autocast on XLA; TPU137 removes the GradScaler and its uses
+    "TPU107": ("TPU137",),
+    # NCCL/gloo process groups -> the xla backend; TPU131 rank and world size from the runtime,
+    # TPU132 DDP's arguments, TPU133 the sampler's replicas, TPU134 torch.cuda.set_device removed,
+    # TPU135 nn.DataParallel removed, TPU136 torch_xla.launch
+    "TPU108": ("TPU131", "TPU132", "TPU133", "TPU134", "TPU135", "TPU136"),
     # wrap loaders in pl.MpDeviceLoader; TPU122 drops the per-batch copies in their loops,
     # TPU123 pin_memory and non_blocking
     "TPU103": ("TPU122", "TPU123"),

@@ -1,4 +1,11 @@
-"""Helpers of the torch.distributed rules (TPU108 and the rules split from it)."""
+"""What the torch.distributed rules share: TPU108 (the xla process group) and the rules split off
+from it, TPU131 (rank and world size from the runtime), TPU132 (DDP's arguments), TPU133 (the
+sampler's replicas), TPU134 (``torch.cuda.set_device``), TPU135 (``nn.DataParallel``) and TPU136
+(``torch_xla.launch``).
+
+``LaysOutRebuiltCalls`` gives the calls a rule rebuilt black's layout when their line grows past
+``MAX_LINE``; the functions below build and read the arguments of those calls.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,78 @@ from typing import Sequence
 
 import libcst as cst
 import libcst.matchers as m
+from libcst.metadata import ParentNodeProvider
+
+from ._base import code_of, walk_all
+
+INIT_PROCESS_GROUP = ("torch.distributed.init_process_group",)
+MAX_LINE = 100
+
+
+class LaysOutRebuiltCalls:
+    """Mixin (before ``TpuCodemod`` in a rule's bases): ``rebuilt_call`` is the rule's
+    ``leave_Call``; a call it returns in place of the one it was given is laid out as black would
+    when its statement passes ``MAX_LINE`` columns. ``statement_left`` is the rule's
+    ``leave_SimpleStatementLine``, given the line so laid out."""
+
+    def __init__(self, context) -> None:
+        super().__init__(context)  # type: ignore[call-arg]
+        self._built_calls: list[cst.Call] = []  # calls this rule rebuilt: wrapped if too long
+
+    def rebuilt_call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        return updated
+
+    def statement_left(
+        self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine:
+        return updated
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        result = self.rebuilt_call(original_node, updated_node)
+        if isinstance(result, cst.Call) and result is not updated_node:
+            self._built_calls.append(result)
+        return result
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine:
+        laid_out = self._wrapped_if_long(original_node, updated_node)
+        return self.statement_left(original_node, laid_out)
+
+    def _wrapped_if_long(
+        self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine:
+        """Black's layout for a call this rule rebuilt when its line passes ``MAX_LINE``."""
+        if not self._built_calls:
+            return updated
+        indent = 4 * self._depth(original)
+        code = code_of(updated.with_changes(leading_lines=()))
+        if all(indent + len(line) <= MAX_LINE for line in code.splitlines()):
+            return updated
+        # one walk of the statement, not one per call built so far (a file with hundreds of
+        # them made this quadratic)
+        inside = {id(node) for node in walk_all(updated)}
+        calls = [c for c in self._built_calls if id(c) in inside]
+        self._built_calls = [c for c in self._built_calls if c not in calls]
+        calls = [c for c in calls if c.args]  # ``xr.world_size()`` has nothing to wrap
+        if not calls:
+            return updated
+        call = calls[-1]  # the outermost: built last
+        for wrapped in (one_indented_line(call, indent), one_argument_per_line(call, indent)):
+            candidate = updated.deep_replace(call, wrapped)
+            text = code_of(candidate.with_changes(leading_lines=()))
+            if all(indent + len(line) <= MAX_LINE for line in text.splitlines()):
+                return candidate
+        return candidate
+
+    def _depth(self, node: cst.CSTNode) -> int:
+        depth = 0
+        current = self.get_metadata(ParentNodeProvider, node, None)
+        while current is not None:
+            if isinstance(current, cst.IndentedBlock):
+                depth += 1
+            current = self.get_metadata(ParentNodeProvider, current, None)
+        return depth
 
 
 def is_main_guard(statement: cst.CSTNode) -> bool:

@@ -100,13 +100,13 @@ ROWS: tuple[Row, ...] = (
         "TPU107",
         "mixed-precision",
         "semantic",
-        "CUDA fp16 autocast -> torch.autocast('xla', bf16); remove GradScaler and its uses",
+        "CUDA fp16 autocast -> torch.autocast('xla', dtype=torch.bfloat16)",
     ),
     (
         "TPU108",
-        "distributed",
+        "xla-process-group",
         "semantic",
-        "Port NCCL/gloo DDP, torchrun and mp.spawn to the XLA backend and torch_xla.launch",
+        "NCCL/gloo init_process_group -> the xla backend with PJRT's xla:// rendezvous",
     ),
     (
         "TPU109",
@@ -211,6 +211,48 @@ ROWS: tuple[Row, ...] = (
         "Report meter objects (AverageMeter) that keep device values the step hands them",
     ),
     (
+        "TPU131",
+        "runtime-ranks",
+        "semantic",
+        "dist.get_rank()/get_world_size() and torchrun's RANK/WORLD_SIZE/LOCAL_RANK -> xr calls",
+    ),
+    (
+        "TPU132",
+        "ddp-arguments",
+        "semantic",
+        "DDP(model, device_ids=...) -> DDP(model, gradient_as_bucket_view=True)",
+    ),
+    (
+        "TPU133",
+        "sampler-replicas",
+        "semantic",
+        "DistributedSampler gets num_replicas=xr.world_size(), rank=xr.global_ordinal()",
+    ),
+    (
+        "TPU134",
+        "cuda-set-device",
+        "safe",
+        "torch.cuda.set_device(...) removed: each process owns its one XLA device",
+    ),
+    (
+        "TPU135",
+        "data-parallel",
+        "semantic",
+        "nn.DataParallel(model) -> model, with a finding: XLA has no one-process multi-device",
+    ),
+    (
+        "TPU136",
+        "xla-launch",
+        "semantic",
+        "mp.spawn and torchrun entry points -> torch_xla.launch, the device made in each",
+    ),
+    (
+        "TPU137",
+        "grad-scaler",
+        "semantic",
+        "GradScaler removed with its uses (scale, step, update, checkpoints): bf16 needs none",
+    ),
+    (
         "TPU140",
         "accelerate-precision",
         "semantic",
@@ -243,7 +285,7 @@ ROWS: tuple[Row, ...] = (
     ),
     (
         "TPU203",
-        "(finding of TPU108)",
+        "(finding of TPU135)",
         "manual",
         "nn.DataParallel removed: data parallelism on TPU is one process per device (torch_xla.launch) or SPMD",
     ),
@@ -255,7 +297,7 @@ ROWS: tuple[Row, ...] = (
     ),
     (
         "TPU205",
-        "(finding of TPU108)",
+        "(finding of TPU136)",
         "manual",
         "the XLA device is used before torch_xla.launch: move it into the launched function",
     ),
@@ -378,7 +420,7 @@ ROWS: tuple[Row, ...] = (
     ),
     (
         "TPU271",
-        "(finding of TPU107)",
+        "(finding of TPU137)",
         "manual",
         "a GradScaler used in a way tpu-migrate cannot unwrap; remove it by hand",
     ),
@@ -397,6 +439,8 @@ ROWS: tuple[Row, ...] = (
 )
 ALIASES: dict[str, tuple[str, ...]] = {
     "TPU103": ("TPU122", "TPU123"),
+    "TPU107": ("TPU137",),
+    "TPU108": ("TPU131", "TPU132", "TPU133", "TPU134", "TPU135", "TPU136"),
     "TPU115": ("TPU124", "TPU125"),
 }
 # (end of the generated rows)

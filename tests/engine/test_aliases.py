@@ -268,3 +268,92 @@ def test_tpu115_stands_for_closures_throttled_bars_and_meter_findings(project, c
     )
     assert main(["check", "-j", "1", str(root)]) == 0
     capsys.readouterr()
+
+
+AMP_STEP = textwrap.dedent("""\
+    import torch
+
+    scaler = torch.cuda.amp.GradScaler()
+    with torch.cuda.amp.autocast():
+        loss = model(x)
+    scaler.scale(loss).backward()  # tpu-migrate: ignore[TPU107]
+    scaler.step(optimizer)
+    scaler.update()
+    """)
+
+
+def test_tpu107_stands_for_autocast_and_the_grad_scaler():
+    assert codemods.parts_of("TPU107") == ("TPU107", "TPU137")
+    assert [r.CODE for r in codemods.select_rules(["TPU107"])] == ["TPU107", "TPU137"]
+    assert not {"TPU107", "TPU137"} & {r.CODE for r in codemods.select_rules(ignore=["TPU107"])}
+    # TPU271 moved with the part that reports it
+    assert Selection.from_options(["TPU271"]).rule_codes == ("TPU137",)
+
+
+def test_a_tpu107_suppression_keeps_the_grad_scaler_part_off_its_line(project):
+    root = project({"train.py": AMP_STEP})
+    result = migrate_file(root / "train.py", Selection.from_options())
+    assert result.error is None and result.unused_suppressions == []
+    lines = result.new_text.splitlines()
+    assert 'with torch.autocast("xla", dtype=torch.bfloat16):' in lines
+    assert "scaler.scale(loss).backward()  # tpu-migrate: ignore[TPU107]" in lines
+    assert "scaler.update()" not in lines
+    assert result.applied["TPU137"] == 2
+
+
+DISTRIBUTED = textwrap.dedent("""\
+    import os
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+    def main():
+        rank = int(os.environ["RANK"])
+        dist.init_process_group("nccl", rank=rank)
+        torch.cuda.set_device(rank)  # tpu-migrate: ignore[TPU108]
+        model = DDP(net, device_ids=[rank])
+
+
+    if __name__ == "__main__":
+        main()
+    """)
+
+
+def test_tpu108_stands_for_every_distributed_part():
+    parts = ("TPU131", "TPU132", "TPU133", "TPU134", "TPU135", "TPU136")
+    assert codemods.parts_of("TPU108") == ("TPU108", *parts)
+    selected = [r.CODE for r in codemods.select_rules(["TPU108"])]
+    assert selected == ["TPU131", "TPU108", *parts[1:]]
+    assert not set(selected) & {r.CODE for r in codemods.select_rules(ignore=["TPU108"])}
+    assert codemods.rule_by_code("TPU203").CODE == "TPU135"
+    assert codemods.rule_by_code("TPU205").CODE == "TPU136"
+    # a part named by its own code wins over the alias
+    assert [r.CODE for r in codemods.select_rules(["TPU136"], ["TPU108"])] == ["TPU136"]
+
+
+def test_tpu108_suppression_and_selection_reach_every_part(project):
+    root = project({"train.py": DISTRIBUTED})
+    result = migrate_file(root / "train.py", Selection.from_options(["TPU108"]))
+    assert result.error is None and result.unused_suppressions == []
+    lines = result.new_text.splitlines()
+    assert "    rank = xr.global_ordinal()" in lines
+    assert '    dist.init_process_group("xla", init_method="xla://")' in lines
+    assert "    torch.cuda.set_device(rank)  # tpu-migrate: ignore[TPU108]" in lines
+    assert "    model = DDP(net, gradient_as_bucket_view=True)" in lines
+    assert "    torch_xla.launch(_mp_fn)" in lines
+    assert set(result.applied) == {"TPU108", "TPU131", "TPU132", "TPU136"}
+    # --ignore TPU108 runs none of its parts
+    ignored = migrate_file(root / "train.py", Selection.from_options(ignore=["TPU108"]))
+    assert not set(ignored.applied) & {"TPU108", "TPU131", "TPU132", "TPU136"}
+    assert '    dist.init_process_group("nccl", rank=rank)' in ignored.new_text.splitlines()
+
+
+def test_explain_tpu108_names_its_parts(capsys):
+    assert main(["explain", "TPU108"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("TPU108 xla-process-group (semantic)\n")
+    assert "TPU108 was split into 7 rules" in out
+    assert "    TPU136 xla-launch: " in out and "    TPU131 runtime-ranks: " in out
+    assert main(["explain", "TPU137"]) == 0
+    assert "Split off from TPU107" in capsys.readouterr().out

@@ -1,9 +1,10 @@
 import torch.distributed as dist
+import torch_xla.distributed.xla_backend
 
 
 def main():
     args = parse()
-    dist.init_process_group("nccl")
+    dist.init_process_group("xla", init_method="xla://")
     train(args)
 
 
