@@ -25,6 +25,10 @@ treat like any script's.
 TPU118 (``inference_mode`` -> ``no_grad``) is a local rewrite too; it runs before the loop rules so
 that they see the evaluation regions as ``torch.no_grad()``, the spelling they know.
 
+TPU138 (``torch.load`` onto the CPU) runs right before TPU109 (``xm.save`` on every rank): new
+strings take the quote of the file's first string as the user wrote it, which a guard TPU109 lifts
+away may hold. The two were one rule, TPU109, and run where it ran.
+
 TPU116 (boolean-mask writes) is a local rewrite that depends on no other rule; it runs before
 TPU117 so that only the writes it could not make static are reported. TPU121 (moving slices ->
 ``index_select``) runs just before TPU117 for the same reason (TPU257 reports the slices it could
@@ -65,6 +69,7 @@ from .tpu122_batch_copies import BatchCopies
 from .tpu123_pin_memory import PinMemory
 from .tpu124_progress_bars import ProgressBars
 from .tpu125_meter_values import MeterValues
+from .tpu138_checkpoint_loads import CheckpointLoads
 
 PIPELINE: tuple[type[TpuCodemod], ...] = (
     Hogwild,
@@ -75,6 +80,7 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     MixedPrecision,
     Distributed,
     CudaRuntimeCalls,
+    CheckpointLoads,
     Checkpoints,
     SparseEmbeddings,
     TorchCompile,

@@ -112,7 +112,7 @@ ROWS: tuple[Row, ...] = (
         "TPU109",
         "checkpoints",
         "semantic",
-        "torch.save of model/optimizer state -> xm.save on every rank; torch.load onto the CPU",
+        "torch.save of model/optimizer state -> xm.save on every rank (rank-0 guards lifted)",
     ),
     (
         "TPU110",
@@ -209,6 +209,12 @@ ROWS: tuple[Row, ...] = (
         "meter-device-values",
         "manual",
         "Report meter objects (AverageMeter) that keep device values the step hands them",
+    ),
+    (
+        "TPU138",
+        "checkpoint-loads",
+        "semantic",
+        "torch.load onto the CPU (map_location='cpu'); a loaded whole model back to its device",
     ),
     ("TPU201", "(finding of TPU104)", "manual", "CUDA-only API with no XLA equivalent"),
     (
@@ -352,6 +358,7 @@ ROWS: tuple[Row, ...] = (
 )
 ALIASES: dict[str, tuple[str, ...]] = {
     "TPU103": ("TPU122", "TPU123"),
+    "TPU109": ("TPU138",),
     "TPU115": ("TPU124", "TPU125"),
 }
 # (end of the generated rows)

@@ -268,3 +268,31 @@ def test_tpu115_stands_for_closures_throttled_bars_and_meter_findings(project, c
     )
     assert main(["check", "-j", "1", str(root)]) == 0
     capsys.readouterr()
+
+
+CHECKPOINTS = textwrap.dedent("""\
+    import torch
+
+    sd = torch.load(path)  # tpu-migrate: ignore[TPU109]
+    other = torch.load(path)
+    torch.save(model.state_dict(), path)
+    """)
+
+
+def test_tpu109_stands_for_saves_and_loads(project, capsys):
+    assert codemods.parts_of("TPU109") == ("TPU109", "TPU138")
+    assert [r.CODE for r in codemods.select_rules(["TPU109"])] == ["TPU138", "TPU109"]
+    assert not {"TPU109", "TPU138"} & {r.CODE for r in codemods.select_rules(ignore=["TPU109"])}
+    # a TPU109 suppression still keeps the load (now TPU138's) off its statement
+    root = project({"train.py": CHECKPOINTS})
+    result = migrate_file(root / "train.py", Selection.from_options())
+    assert result.error is None and result.unused_suppressions == []
+    lines = result.new_text.splitlines()
+    assert "sd = torch.load(path)  # tpu-migrate: ignore[TPU109]" in lines
+    assert 'other = torch.load(path, map_location="cpu")' in lines
+    assert "xm.save(model.state_dict(), path)" in lines
+    assert result.applied == {"TPU109": 1, "TPU138": 1}
+    assert main(["explain", "TPU109"]) == 0
+    out = capsys.readouterr().out
+    assert "TPU109 was split into 2 rules" in out and "    TPU138 checkpoint-loads: " in out
+
