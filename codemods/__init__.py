@@ -32,10 +32,12 @@ away may hold. The two were one rule, TPU109, and run where it ran.
 TPU116 (boolean-mask writes) is a local rewrite that depends on no other rule; it runs before
 TPU117 so that only the writes it could not make static are reported. TPU121 (moving slices ->
 ``index_select``) runs just before TPU117 for the same reason (TPU257 reports the slices it could
-not rewrite). TPU117 (XLA hazards) runs last: it reports on the code as it will be written (after
-``.cuda()`` became ``.to(device)``, so it can re-tie shared weights right after that move, and
-after TPU115 moved the reads it can make static) and its markers are not disturbed by later
-statement edits.
+not rewrite). TPU139 re-ties shared weights right after the moves of the model as the migrated
+file makes them (``.cuda()`` turned into ``.to(device)`` by TPU101, the moves TPU106 and TPU119
+add), so it runs after those rules, right before TPU117: the two were one rule, TPU117, and run
+where it ran. TPU117 (XLA hazards) runs last: it reports on the code as it will be written (after
+TPU115 moved the reads it can make static) and its markers are not disturbed by later statement
+edits.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ from .tpu123_pin_memory import PinMemory
 from .tpu124_progress_bars import ProgressBars
 from .tpu125_meter_values import MeterValues
 from .tpu138_checkpoint_loads import CheckpointLoads
+from .tpu139_tied_weights import TiedWeights
 
 PIPELINE: tuple[type[TpuCodemod], ...] = (
     Hogwild,
@@ -97,6 +100,7 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     HostSyncs,
     XlaRng,
     MovingSlices,
+    TiedWeights,
     XlaHazards,
 )
 

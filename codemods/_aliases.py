@@ -27,6 +27,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
     # reads moved out of the step (closures, sums on the device, the sync after them); TPU124
     # throttles progress bars, TPU125 reports meter objects keeping device values (TPU243)
     "TPU115": ("TPU124", "TPU125"),
+    # findings for what recompiles or syncs in the step; TPU139 re-ties shared weights after the
+    # move to the device, or reports the tie it cannot restore (TPU255)
+    "TPU117": ("TPU139",),
 }
 
 

@@ -159,8 +159,8 @@ ROWS: tuple[Row, ...] = (
     (
         "TPU117",
         "xla-hazards",
-        "semantic",
-        "Report recompiles, host syncs and storage use in the step; re-tie shared weights",
+        "manual",
+        "Report what recompiles, syncs with the host or breaks on XLA in the step",
     ),
     (
         "TPU118",
@@ -215,6 +215,12 @@ ROWS: tuple[Row, ...] = (
         "checkpoint-loads",
         "semantic",
         "torch.load onto the CPU (map_location='cpu'); a loaded whole model back to its device",
+    ),
+    (
+        "TPU139",
+        "tied-weights",
+        "semantic",
+        "Tie shared weights again after the model moves to the XLA device (XLA unties them)",
     ),
     ("TPU201", "(finding of TPU104)", "manual", "CUDA-only API with no XLA equivalent"),
     (
@@ -309,7 +315,7 @@ ROWS: tuple[Row, ...] = (
     ),
     (
         "TPU255",
-        "(finding of TPU117)",
+        "(finding of TPU139)",
         "manual",
         "weight tying is undone when the model moves to the XLA device",
     ),
@@ -360,6 +366,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "TPU103": ("TPU122", "TPU123"),
     "TPU109": ("TPU138",),
     "TPU115": ("TPU124", "TPU125"),
+    "TPU117": ("TPU139",),
 }
 # (end of the generated rows)
 
