@@ -36,14 +36,19 @@ treat like any script's.
 TPU118 (``inference_mode`` -> ``no_grad``) is a local rewrite too; it runs before the loop rules so
 that they see the evaluation regions as ``torch.no_grad()``, the spelling they know.
 
+TPU138 (``torch.load`` onto the CPU) runs right before TPU109 (``xm.save`` on every rank): new
+strings take the quote of the file's first string as the user wrote it, which a guard TPU109 lifts
+away may hold. The two were one rule, TPU109, and run where it ran.
+
 TPU116 (boolean-mask writes) is a local rewrite that depends on no other rule; it runs before
 TPU117 so that only the writes it could not make static are reported. TPU121 (moving slices ->
 ``index_select``) runs just before TPU117 for the same reason (TPU257 reports the slices it could
-not rewrite). TPU143 (hazards inside a ``LightningModule``) runs right before TPU117, on the code as it will be
-written, like it. TPU117 (XLA hazards) runs last: it reports on the code as it will be written (after
-``.cuda()`` became ``.to(device)``, so it can re-tie shared weights right after that move, and
-after TPU115 moved the reads it can make static) and its markers are not disturbed by later
-statement edits.
+not rewrite), and TPU143 (hazards inside a ``LightningModule``) after them. TPU139 re-ties shared
+weights right after the moves of the model as the migrated file makes them (``.cuda()`` turned into
+``.to(device)`` by TPU101, the moves TPU106 and TPU119 add), so it runs after those rules, right
+before TPU117: the two were one rule, TPU117, and run where it ran. TPU117 (XLA hazards) runs
+last: it reports on the code as it will be written (after TPU115 moved the reads it can make
+static) and its markers are not disturbed by later statement edits.
 """
 
 from __future__ import annotations
@@ -88,6 +93,8 @@ from .tpu140_accelerate_precision import AcceleratePrecision
 from .tpu141_lightning_trainer import LightningTrainer
 from .tpu142_hf_training_args import HfTrainingArguments
 from .tpu143_lightning_module_hazards import LightningModuleHazards
+from .tpu138_checkpoint_loads import CheckpointLoads
+from .tpu139_tied_weights import TiedWeights
 
 PIPELINE: tuple[type[TpuCodemod], ...] = (
     Hogwild,
@@ -108,6 +115,7 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     DataParallel,
     XlaLaunch,
     CudaRuntimeCalls,
+    CheckpointLoads,
     Checkpoints,
     SparseEmbeddings,
     TorchCompile,
@@ -125,6 +133,7 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     XlaRng,
     MovingSlices,
     LightningModuleHazards,
+    TiedWeights,
     XlaHazards,
 )
 

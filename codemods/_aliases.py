@@ -28,9 +28,14 @@ ALIASES: dict[str, tuple[str, ...]] = {
     # wrap loaders in pl.MpDeviceLoader; TPU122 drops the per-batch copies in their loops,
     # TPU123 pin_memory and non_blocking
     "TPU103": ("TPU122", "TPU123"),
+    # xm.save on every rank (rank-0 guards lifted); TPU138 loads onto the CPU
+    "TPU109": ("TPU138",),
     # reads moved out of the step (closures, sums on the device, the sync after them); TPU124
     # throttles progress bars, TPU125 reports meter objects keeping device values (TPU243)
     "TPU115": ("TPU124", "TPU125"),
+    # findings for what recompiles or syncs in the step; TPU139 re-ties shared weights after the
+    # move to the device, or reports the tie it cannot restore (TPU255)
+    "TPU117": ("TPU139",),
 }
 
 

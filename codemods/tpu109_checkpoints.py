@@ -1,17 +1,15 @@
-"""TPU109: checkpoints of XLA state with ``xm.save`` on every rank; ``torch.load`` onto the CPU."""
+"""TPU109: checkpoints of XLA state with ``xm.save``, called on every rank."""
 
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from migrate.fastcst.facts import FileFacts
 from ._base import XM, Invalid, Safety, TpuCodemod, Valid, code_of
+from ._checkpoints import SAVE, FollowsAssignments
 from ._statements import AppliesStatementEdits, Replacement
 from migrate.fastcst.traversal import visit_without_copying
 
-SAVE = "torch.save"
-LOAD = "torch.load"
 # torch.save's parameter names -> xm.save's.
 SAVE_KEYWORDS = {"obj": "data", "f": "file_or_path"}
 # Words in a guard that only lets one process through (``if rank == 0``, ``if is_master:``).
@@ -19,7 +17,7 @@ RANK_WORDS = ("rank", "ordinal")
 MASTER_WORDS = ("master", "main_process", "rank_zero", "rank0")
 
 
-class Checkpoints(AppliesStatementEdits, TpuCodemod):
+class Checkpoints(FollowsAssignments, AppliesStatementEdits, TpuCodemod):
     """
     What it does
         - ``torch.save(state, path)`` -> ``xm.save(state, path)`` when ``state`` is model or
@@ -35,20 +33,15 @@ class Checkpoints(AppliesStatementEdits, TpuCodemod):
           helper: the save runs on every rank. Other statements under the guard stay guarded
           (the guard is split around the save when needed). Guards with ``else`` and
           conditions that also test something else (``rank == 0 and epoch % 10 == 0``) stay.
-        - ``torch.load(path)`` gets ``map_location="cpu"``; a CUDA ``map_location``
-          (``"cuda:0"``, ``f"cuda:{gpu}"``, ``{"cuda:0": ...}``, a lambda calling ``.cuda()``,
-          a variable of the same function holding such a string) becomes ``"cpu"``. A whole
-          model loaded back into the variable that holds it on the device (``model =
-          torch.load(f)`` where the same scope has ``model = Net().to(device)``) moves there
-          again: ``model = torch.load(f, map_location="cpu").to(device)``.
+
+        Loading is TPU138's (``torch.load`` onto the CPU), which was part of this rule:
+        ``TPU109`` still names it in selections and suppressions.
 
     Why
         ``torch.save`` pickles XLA tensors as XLA tensors: the file loads back onto ``xla:0`` or
         fails on a machine without XLA. ``xm.save`` syncs, moves the tensors to the CPU and
         writes once, on the master ordinal. It must be called by every rank: all ranks take part
         in the sync, and guarded calls are the classic torch_xla checkpoint hang (#2712, #2224).
-        Loading onto the CPU and then ``load_state_dict`` into a model already on the device is
-        the XLA recipe; ``"cuda:N"`` does not exist on a TPU host.
 
         Semantics: which process writes is now decided by ``xm.save`` (the master ordinal), not
         by the guard; the file holds CPU tensors.
@@ -59,27 +52,23 @@ class Checkpoints(AppliesStatementEdits, TpuCodemod):
             if dist.get_rank() == 0:
                 print("saving")
                 torch.save({"model": model.state_dict()}, "ckpt.pt")
-            state = torch.load("ckpt.pt", map_location=f"cuda:{gpu}")
 
         After::
 
             if dist.get_rank() == 0:
                 print("saving")
             xm.save({"model": model.state_dict()}, "ckpt.pt")
-            state = torch.load("ckpt.pt", map_location="cpu")
     """
 
     CODE = "TPU109"
     NAME = "checkpoints"
-    SUMMARY = (
-        "torch.save of model/optimizer state -> xm.save on every rank; torch.load onto the CPU"
-    )
+    SUMMARY = "torch.save of model/optimizer state -> xm.save on every rank (rank-0 guards lifted)"
     SAFETY = Safety.SEMANTIC
-    TRIGGERS = ("save", "load")
+    TRIGGERS = ("save",)
 
     @classmethod
     def may_act(cls, facts: FileFacts) -> bool:
-        return facts.uses(SAVE, LOAD)
+        return facts.uses(SAVE)
 
     VALID = [
         Valid(
@@ -103,10 +92,6 @@ class Checkpoints(AppliesStatementEdits, TpuCodemod):
             "import torch\n\nif rank == 0:\n    torch.save(args, 'args.pt')\n",
             why="saving CPU objects under a guard is fine",
         ),
-        Valid(
-            "import torch\nsd = torch.load(path, map_location=device)\n",
-            why="a device chosen by the script (TPU101 made it the XLA device or the CPU)",
-        ),
     ]
     INVALID = [
         Invalid(
@@ -123,11 +108,11 @@ class Checkpoints(AppliesStatementEdits, TpuCodemod):
         Invalid(
             "import torch\n\n\ndef checkpoint(model, path):\n"
             "    state = {'model': model.state_dict()}\n    torch.save(state, path)\n"
-            "    return torch.load(path)\n",
+            "    return torch.load(path, map_location='cpu')\n",
             "import torch\nimport torch_xla.core.xla_model as xm\n\n\ndef checkpoint(model, path):\n"
             "    state = {'model': model.state_dict()}\n    xm.save(state, path)\n"
             "    return torch.load(path, map_location='cpu')\n",
-            why="a variable holding state; the quote style of the call is kept",
+            why="a variable of the function holding state",
         ),
         Invalid(
             "import torch\nimport torch.distributed as dist\n\n"
@@ -176,43 +161,6 @@ class Checkpoints(AppliesStatementEdits, TpuCodemod):
             why="a guard that also tests the epoch is not lifted",
         ),
         Invalid(
-            "import torch\n\nckpt = torch.load(args.resume)\n",
-            'import torch\n\nckpt = torch.load(args.resume, map_location="cpu")\n',
-        ),
-        Invalid(
-            "import torch\n\nmodel = Net().to(device)\ntrain(model)\n"
-            "with open(path, 'wb') as f:\n    torch.save(model, f)\n"
-            "with open(path, 'rb') as f:\n    model = torch.load(f)\n"
-            "evaluate(model)\nweights = torch.load(path)\n",
-            "import torch\n\nmodel = Net().to(device)\ntrain(model)\n"
-            "with open(path, 'wb') as f:\n    torch.save(model, f)\n"
-            "with open(path, 'rb') as f:\n    model = torch.load(f, map_location='cpu').to(device)\n"
-            "evaluate(model)\nweights = torch.load(path, map_location='cpu')\n",
-            why="word_language_model: a whole pickled model loaded onto the CPU goes back to "
-            "the model's device",
-        ),
-        Invalid(
-            "import torch\n\n"
-            "a = torch.load(p, map_location='cuda:0')\n"
-            'b = torch.load(p, map_location=f"cuda:{gpu}")\n'
-            "c = torch.load(p, map_location={'cuda:1': 'cuda:0'})\n"
-            "d = torch.load(p, map_location=lambda storage, loc: storage.cuda(gpu))\n"
-            "e = torch.load(p, 'cuda', weights_only=True)\n",
-            "import torch\n\n"
-            "a = torch.load(p, map_location='cpu')\n"
-            "b = torch.load(p, map_location='cpu')\n"
-            "c = torch.load(p, map_location='cpu')\n"
-            "d = torch.load(p, map_location='cpu')\n"
-            "e = torch.load(p, 'cpu', weights_only=True)\n",
-        ),
-        Invalid(
-            "import torch\n\n\ndef resume(path, gpu):\n    loc = 'cuda:{}'.format(gpu)\n"
-            "    return torch.load(path, map_location=loc)\n",
-            "import torch\n\n\ndef resume(path, gpu):\n    loc = 'cuda:{}'.format(gpu)\n"
-            "    return torch.load(path, map_location='cpu')\n",
-            why="the ImageNet resume idiom",
-        ),
-        Invalid(
             "from torch import save\nimport torch\n\nsave(obj=model.state_dict(), f=path)\n"
             "x = torch.ones(1)\n",
             "import torch\nimport torch_xla.core.xla_model as xm\n\n"
@@ -226,13 +174,11 @@ class Checkpoints(AppliesStatementEdits, TpuCodemod):
         self._calls_by_name: dict[str, list[cst.Call]] = {}
         self._save_lines: set[int] = set()  # statement lines holding a rewritten save
         self._state_helpers: set[str] = set()  # functions whose torch.save saves a parameter
-        self._quote = '"'
 
     # ------------------------------------------------------------------ pre-scan
     def visit_Module(self, node: cst.Module) -> None:
         collector = _CallCollector()
         visit_without_copying(node, collector)
-        self._quote = collector.quote
         self._calls_by_name = collector.by_name
         # Helpers are known before any call site is visited, wherever they are defined.
         for call in collector.calls:
@@ -240,12 +186,10 @@ class Checkpoints(AppliesStatementEdits, TpuCodemod):
             if saved is not None and self.is_name(call.func, SAVE):
                 self._saves_state(saved)
 
-    # ------------------------------------------------------------------ saves and loads
+    # ------------------------------------------------------------------ saves
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.is_name(original_node.func, SAVE):
             return self._xm_save(original_node, updated_node)
-        if self.is_name(original_node.func, LOAD):
-            return self._load_to_cpu(original_node, updated_node)
         return updated_node
 
     def _xm_save(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
@@ -266,66 +210,6 @@ class Checkpoints(AppliesStatementEdits, TpuCodemod):
         if line is not None:
             self._save_lines.add(id(line))
         return updated.with_changes(func=cst.parse_expression("xm.save"), args=args)
-
-    def _load_to_cpu(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        args = list(updated.args)
-        for index, arg in enumerate(original.args):
-            is_location = (arg.keyword is not None and arg.keyword.value == "map_location") or (
-                arg.keyword is None and index == 1 and not arg.star
-            )
-            if is_location:
-                if not self._is_cuda_location(arg.value):
-                    return updated
-                args[index] = args[index].with_changes(
-                    value=_string("cpu", _quote_of(arg.value, self._quote))
-                )
-                self.record_rewrite()
-                return updated.with_changes(args=args)
-        if any(a.star for a in original.args) or not original.args:
-            return updated
-        args[-1] = args[-1].with_changes(
-            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        )
-        args.append(
-            cst.Arg(_string("cpu", self._quote), keyword=cst.Name("map_location"), equal=_EQUAL)
-        )
-        self.record_rewrite()
-        loaded = updated.with_changes(args=args)
-        device = self._device_of_loaded_model(original)
-        if device is None:
-            return loaded
-        return cst.Call(
-            func=cst.Attribute(value=loaded, attr=cst.Name("to")),
-            args=[cst.Arg(device.deep_clone())],
-        )
-
-    def _device_of_loaded_model(self, load: cst.Call) -> cst.BaseExpression | None:
-        """``model = torch.load(f)`` where ``model`` is, elsewhere in its scope, a module moved
-        to a device (``model = Net().to(device)``): that device. A whole pickled module loaded
-        onto the CPU has to go back to it."""
-        assign = self._parent(load)
-        if not (
-            isinstance(assign, cst.Assign)
-            and len(assign.targets) == 1
-            and isinstance(assign.targets[0].target, cst.Name)
-        ):
-            return None
-        for value in self._assigned_values(assign.targets[0].target):
-            if not (
-                isinstance(value, cst.Call)
-                and isinstance(value.func, cst.Attribute)
-                and value.func.attr.value == "to"
-                and len(value.args) == 1
-                and value.args[0].keyword is None
-                and not value.args[0].star
-            ):
-                continue
-            device = value.args[0].value  # a device variable or torch_xla.device(), not a dtype
-            if isinstance(device, cst.Name) or (
-                isinstance(device, cst.Call) and self.is_name(device.func, "torch_xla.device")
-            ):
-                return device
-        return None
 
     # ------------------------------------------------------------------ guards
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
@@ -385,31 +269,16 @@ class Checkpoints(AppliesStatementEdits, TpuCodemod):
                 for e in expr.elements
             )
         if isinstance(expr, cst.Name):
-            return any(self._is_state(v, depth + 1) for v in self._assigned_values(expr))
+            return any(self._is_state(v, depth + 1) for v in self.assigned_values(expr))
         return False
-
-    def _assigned_values(self, name: cst.Name) -> list[cst.BaseExpression]:
-        """Values assigned to ``name`` in its own scope (``x = value`` statements)."""
-        try:
-            scope = self.get_metadata(ScopeProvider, name)
-        except KeyError:
-            return []
-        values = []
-        for assignment in scope.assignments[name.value] if scope is not None else ():
-            target = getattr(assignment, "node", None)
-            parent = self._parent(target) if isinstance(target, cst.Name) else None
-            assign = self._parent(parent) if isinstance(parent, cst.AssignTarget) else None
-            if isinstance(assign, cst.Assign):
-                values.append(assign.value)
-        return values
 
     def _helper_parameter(self, saved: cst.BaseExpression):
         """(function, position, name) when ``saved`` is a parameter of its enclosing function."""
         if not isinstance(saved, cst.Name):
             return None
-        node = self._parent(saved)
+        node = self.parent_of(saved)
         while node is not None and not isinstance(node, cst.FunctionDef):
-            node = self._parent(node)
+            node = self.parent_of(node)
         if node is None:
             return None
         for position, param in enumerate(node.params.params):
@@ -417,25 +286,14 @@ class Checkpoints(AppliesStatementEdits, TpuCodemod):
                 return node, position, param.name.value
         return None
 
-    def _is_cuda_location(self, value: cst.BaseExpression) -> bool:
-        if isinstance(value, cst.Name):
-            return any(_mentions_cuda(v) for v in self._assigned_values(value))
-        return _mentions_cuda(value)
-
     # ------------------------------------------------------------------ tree helpers
-    def _parent(self, node):
-        try:
-            return self.get_metadata(ParentNodeProvider, node)
-        except KeyError:
-            return None
-
     def _statement_line(self, node: cst.CSTNode):
         small = None
-        current = self._parent(node)
+        current = self.parent_of(node)
         while current is not None and not isinstance(current, cst.BaseStatement):
             if isinstance(current, cst.BaseSmallStatement):
                 small = current
-            current = self._parent(current)
+            current = self.parent_of(current)
         if isinstance(current, cst.SimpleStatementLine):
             return current
         if isinstance(current, cst.If) and isinstance(current.body, cst.SimpleStatementSuite):
@@ -443,22 +301,10 @@ class Checkpoints(AppliesStatementEdits, TpuCodemod):
         return None
 
 
-_EQUAL = cst.AssignEqual(
-    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
-)
-
-
 class _CallCollector(cst.CSTVisitor):
     def __init__(self) -> None:
         self.calls: list[cst.Call] = []
-        self.quote = '"'  # the file's first string literal's quote: new strings use it
-        self._quote_seen = False
         self.by_name: dict[str, list[cst.Call]] = {}
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if not self._quote_seen:
-            self.quote = _quote_of(node, self.quote)
-            self._quote_seen = True
 
     def visit_Call(self, node: cst.Call) -> None:
         self.calls.append(node)
@@ -473,20 +319,6 @@ def _argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression
         if arg.keyword is None and not arg.star and index == position:
             return arg.value
     return None
-
-
-def _mentions_cuda(value: cst.BaseExpression) -> bool:
-    return "cuda" in code_of(value)
-
-
-def _quote_of(value: cst.BaseExpression, default: str) -> str:
-    if isinstance(value, cst.SimpleString) and value.quote in ("'", '"'):
-        return value.quote
-    return default
-
-
-def _string(text: str, quote: str) -> cst.SimpleString:
-    return cst.SimpleString(f"{quote}{text}{quote}")
 
 
 def _names_in(node: cst.CSTNode):

@@ -112,7 +112,7 @@ ROWS: tuple[Row, ...] = (
         "TPU109",
         "checkpoints",
         "semantic",
-        "torch.save of model/optimizer state -> xm.save on every rank; torch.load onto the CPU",
+        "torch.save of model/optimizer state -> xm.save on every rank (rank-0 guards lifted)",
     ),
     (
         "TPU110",
@@ -159,8 +159,8 @@ ROWS: tuple[Row, ...] = (
     (
         "TPU117",
         "xla-hazards",
-        "semantic",
-        "Report recompiles, host syncs and storage use in the step; re-tie shared weights",
+        "manual",
+        "Report what recompiles, syncs with the host or breaks on XLA in the step",
     ),
     (
         "TPU118",
@@ -251,6 +251,18 @@ ROWS: tuple[Row, ...] = (
         "grad-scaler",
         "semantic",
         "GradScaler removed with its uses (scale, step, update, checkpoints): bf16 needs none",
+    ),
+    (
+        "TPU138",
+        "checkpoint-loads",
+        "semantic",
+        "torch.load onto the CPU (map_location='cpu'); a loaded whole model back to its device",
+    ),
+    (
+        "TPU139",
+        "tied-weights",
+        "semantic",
+        "Tie shared weights again after the model moves to the XLA device (XLA unties them)",
     ),
     (
         "TPU140",
@@ -390,7 +402,7 @@ ROWS: tuple[Row, ...] = (
     ),
     (
         "TPU255",
-        "(finding of TPU117)",
+        "(finding of TPU139)",
         "manual",
         "weight tying is undone when the model moves to the XLA device",
     ),
@@ -441,7 +453,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "TPU103": ("TPU122", "TPU123"),
     "TPU107": ("TPU137",),
     "TPU108": ("TPU131", "TPU132", "TPU133", "TPU134", "TPU135", "TPU136"),
+    "TPU109": ("TPU138",),
     "TPU115": ("TPU124", "TPU125"),
+    "TPU117": ("TPU139",),
 }
 # (end of the generated rows)
 

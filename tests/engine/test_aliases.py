@@ -357,3 +357,65 @@ def test_explain_tpu108_names_its_parts(capsys):
     assert "    TPU136 xla-launch: " in out and "    TPU131 runtime-ranks: " in out
     assert main(["explain", "TPU137"]) == 0
     assert "Split off from TPU107" in capsys.readouterr().out
+
+
+CHECKPOINTS = textwrap.dedent("""\
+    import torch
+
+    sd = torch.load(path)  # tpu-migrate: ignore[TPU109]
+    other = torch.load(path)
+    torch.save(model.state_dict(), path)
+    """)
+
+
+def test_tpu109_stands_for_saves_and_loads(project, capsys):
+    assert codemods.parts_of("TPU109") == ("TPU109", "TPU138")
+    assert [r.CODE for r in codemods.select_rules(["TPU109"])] == ["TPU138", "TPU109"]
+    assert not {"TPU109", "TPU138"} & {r.CODE for r in codemods.select_rules(ignore=["TPU109"])}
+    # a TPU109 suppression still keeps the load (now TPU138's) off its statement
+    root = project({"train.py": CHECKPOINTS})
+    result = migrate_file(root / "train.py", Selection.from_options())
+    assert result.error is None and result.unused_suppressions == []
+    lines = result.new_text.splitlines()
+    assert "sd = torch.load(path)  # tpu-migrate: ignore[TPU109]" in lines
+    assert 'other = torch.load(path, map_location="cpu")' in lines
+    assert "xm.save(model.state_dict(), path)" in lines
+    assert result.applied == {"TPU109": 1, "TPU138": 1}
+    assert main(["explain", "TPU109"]) == 0
+    out = capsys.readouterr().out
+    assert "TPU109 was split into 2 rules" in out and "    TPU138 checkpoint-loads: " in out
+
+
+TIED = textwrap.dedent("""\
+    import torch.nn as nn
+
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(10, 4)
+            self.head = nn.Linear(4, 10)
+            self.head.weight = self.embed.weight
+
+
+    model = LM()
+    model.to(device)  # tpu-migrate: ignore[TPU117]
+    other = LM().to(device)
+    """)
+
+
+def test_tpu117_stands_for_hazard_findings_and_tied_weights(project, capsys):
+    assert codemods.parts_of("TPU117") == ("TPU117", "TPU139")
+    assert [r.CODE for r in codemods.select_rules(["TPU117"])] == ["TPU139", "TPU117"]
+    assert not {"TPU117", "TPU139"} & {r.CODE for r in codemods.select_rules(ignore=["TPU117"])}
+    # TPU255 moved with the part that reports it; selected alone, it runs that part only
+    assert codemods.rule_by_code("TPU255").CODE == "TPU139"
+    assert Selection.from_options(["TPU255"]).rule_codes == ("TPU139",)
+    # a TPU117 suppression still keeps the re-tie (now TPU139's) off its statement
+    root = project({"model.py": TIED})
+    result = migrate_file(root / "model.py", Selection.from_options())
+    assert result.error is None and result.unused_suppressions == []
+    assert result.new_text == TIED + "other.head.weight = other.embed.weight\n"
+    assert result.applied == {"TPU139": 1}
+    assert main(["explain", "TPU139"]) == 0
+    assert "Split off from TPU117" in capsys.readouterr().out

@@ -1,21 +1,17 @@
-import torch.nn as nn
+import torch
 
 
-class RNNModel(nn.Module):
-    def __init__(self, ntoken, nhid, tie_weights=False):
-        super().__init__()
-        self.encoder = nn.Embedding(ntoken, nhid)
-        self.decoder = nn.Linear(nhid, ntoken)
-        if tie_weights:
-            self.decoder.weight = self.encoder.weight
-
-    def _apply(self, fn, *args, **kwargs):
-        # an XLA device gives each parameter a new object: tie the weights again
-        tied = self.decoder.weight is self.encoder.weight
-        module = super()._apply(fn, *args, **kwargs)
-        if tied:
-            self.decoder.weight = self.encoder.weight
-        return module
+def get_batch(source, i, bptt=35):
+    seq_len = min(bptt, len(source) - 1 - i)
+    # TODO(tpu-migrate): TPU257 slice start i changes every step: one XLA graph per offset; slice on the CPU and move the batch
+    return source[i:i + seq_len], source[i + 1:i + 1 + seq_len].view(-1)
 
 
-model = RNNModel(100, 16, tie_weights=args.tied).to(device)
+def train(model, train_data, opt):
+    for batch, i in enumerate(range(0, train_data.size(0) - 1, 35)):
+        data, targets = get_batch(train_data, i)
+        loss = model(data, targets)
+        loss.backward()
+        opt.step()
+        # TODO(tpu-migrate): TPU257 slice start batch changes every step: one XLA graph per offset; slice on the CPU and move the batch
+        window = train_data[batch:batch + 4]

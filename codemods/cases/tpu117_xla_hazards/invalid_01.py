@@ -1,13 +1,15 @@
-import torch.nn as nn
+import torch
 
 
-class RNNModel(nn.Module):
-    def __init__(self, ntoken, nhid, tie_weights=False):
-        super().__init__()
-        self.encoder = nn.Embedding(ntoken, nhid)
-        self.decoder = nn.Linear(nhid, ntoken)
-        if tie_weights:
-            self.decoder.weight = self.encoder.weight
+def get_batch(source, i, bptt=35):
+    seq_len = min(bptt, len(source) - 1 - i)
+    return source[i:i + seq_len], source[i + 1:i + 1 + seq_len].view(-1)
 
 
-model = RNNModel(100, 16, tie_weights=args.tied).to(device)
+def train(model, train_data, opt):
+    for batch, i in enumerate(range(0, train_data.size(0) - 1, 35)):
+        data, targets = get_batch(train_data, i)
+        loss = model(data, targets)
+        loss.backward()
+        opt.step()
+        window = train_data[batch:batch + 4]

@@ -1,17 +1,17 @@
 import torch
+import torch.nn as nn
 
 
-def get_batch(source, i, bptt=35):
-    seq_len = min(bptt, len(source) - 1 - i)
-    # TODO(tpu-migrate): TPU257 slice start i changes every step: one XLA graph per offset; slice on the CPU and move the batch
-    return source[i:i + seq_len], source[i + 1:i + 1 + seq_len].view(-1)
-
-
-def train(model, train_data, opt):
-    for batch, i in enumerate(range(0, train_data.size(0) - 1, 35)):
-        data, targets = get_batch(train_data, i)
-        loss = model(data, targets)
-        loss.backward()
-        opt.step()
-        # TODO(tpu-migrate): TPU257 slice start batch changes every step: one XLA graph per offset; slice on the CPU and move the batch
-        window = train_data[batch:batch + 4]
+class Head(nn.Module):
+    def forward(self, x, labels):
+        # TODO(tpu-migrate): TPU251 torch.nonzero has a data-dependent shape: XLA recompiles for each new count
+        idx = torch.nonzero(labels)
+        # TODO(tpu-migrate): TPU251 .unique() has a data-dependent shape: XLA recompiles for each new count
+        uniq = labels.unique()
+        # TODO(tpu-migrate): TPU251 boolean-mask indexing has a data-dependent shape; use torch.where / masked_fill
+        picked = x[labels > 0]
+        # TODO(tpu-migrate): TPU251 torch.masked_select has a data-dependent shape: XLA recompiles for each new count
+        sel = torch.masked_select(x, x > 0)
+        # TODO(tpu-migrate): TPU251 torch.where(cond) has a data-dependent shape: XLA recompiles for each new count
+        pos = torch.where(labels)
+        return idx, uniq, picked, sel, pos

@@ -2,12 +2,10 @@ import torch
 import torch.nn as nn
 
 
-def train(model, loader, opt):
-    criterion = nn.CrossEntropyLoss()
-    best = float("inf")
-    for x, y in loader:
-        loss = criterion(model(x), y)
-        if loss < best:
-            best = loss
-        loss.backward()
-        opt.step()
+class Solver(nn.Module):
+    def forward(self, x):
+        assert (x > 0).all()
+        t = torch.ones(3, device=x.device)
+        while t.sum() > 0:
+            t = t - 1
+        return x if x.mean() > 0 else -x

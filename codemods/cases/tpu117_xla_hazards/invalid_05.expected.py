@@ -1,14 +1,17 @@
 import torch
-import torch.nn as nn
 
 
-class Solver(nn.Module):
-    def forward(self, x):
-        # TODO(tpu-migrate): TPU252 Python assert on a tensor value syncs with the host every step
-        assert (x > 0).all()
-        t = torch.ones(3, device=x.device)
-        # TODO(tpu-migrate): TPU252 Python while on a tensor value syncs with the host every step
-        while t.sum() > 0:
-            t = t - 1
-        # TODO(tpu-migrate): TPU252 Python if-else on a tensor value syncs with the host every step
-        return x if x.mean() > 0 else -x
+def train(model, loader, opt, log):
+    for x, y in loader:
+        loss = model(x, y)
+        # TODO(tpu-migrate): TPU252 Python if on a tensor value syncs with the host every step
+        if torch.isnan(loss) or not torch.isfinite(loss).all():
+            raise RuntimeError("nan")
+        loss.backward()
+        opt.step()
+        # TODO(tpu-migrate): TPU253 .numpy() copies to the host on every step; read values every N steps
+        log.append(model.out.detach().cpu().numpy())
+        # TODO(tpu-migrate): TPU253 .tolist() copies to the host on every step; read values every N steps
+        ids = y.tolist()
+        # TODO(tpu-migrate): TPU253 .to("cpu") copies to the host on every step; read values every N steps
+        probs = loss.to("cpu")

@@ -1,11 +1,13 @@
 import torch
-import torch.nn as nn
 
 
-class Solver(nn.Module):
-    def forward(self, x):
-        assert (x > 0).all()
-        t = torch.ones(3, device=x.device)
-        while t.sum() > 0:
-            t = t - 1
-        return x if x.mean() > 0 else -x
+def train(model, loader, opt, log):
+    for x, y in loader:
+        loss = model(x, y)
+        if torch.isnan(loss) or not torch.isfinite(loss).all():
+            raise RuntimeError("nan")
+        loss.backward()
+        opt.step()
+        log.append(model.out.detach().cpu().numpy())
+        ids = y.tolist()
+        probs = loss.to("cpu")

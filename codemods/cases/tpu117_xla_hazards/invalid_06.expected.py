@@ -1,17 +1,21 @@
 import torch
+import torch.nn as nn
 
 
-def train(model, loader, opt, log):
-    for x, y in loader:
-        loss = model(x, y)
-        # TODO(tpu-migrate): TPU252 Python if on a tensor value syncs with the host every step
-        if torch.isnan(loss) or not torch.isfinite(loss).all():
-            raise RuntimeError("nan")
-        loss.backward()
-        opt.step()
-        # TODO(tpu-migrate): TPU253 .numpy() copies to the host on every step; read values every N steps
-        log.append(model.out.detach().cpu().numpy())
-        # TODO(tpu-migrate): TPU253 .tolist() copies to the host on every step; read values every N steps
-        ids = y.tolist()
-        # TODO(tpu-migrate): TPU253 .to("cpu") copies to the host on every step; read values every N steps
-        probs = loss.to("cpu")
+class Embed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+
+    def forward(self, input_ids):
+        # TODO(tpu-migrate): TPU254 torch.arange() without device= lands on the CPU; add device=input_ids.device
+        pos = torch.arange(input_ids.size(1))
+        # TODO(tpu-migrate): TPU254 torch.ones() without device= lands on the CPU; add device=input_ids.device
+        mask = torch.ones(input_ids.shape, dtype=torch.bool)
+        # TODO(tpu-migrate): TPU254 torch.tensor() without device= lands on the CPU; add device=input_ids.device
+        scale = torch.tensor(0.5)
+        return self.emb(input_ids) * scale + self.bias(pos, mask)
+
+    def bias(self, pos, mask):
+        # TODO(tpu-migrate): TPU254 torch.zeros() without device= lands on the CPU; add device=<input>.device
+        return torch.zeros(pos.shape[0], 4)

@@ -1,23 +1,16 @@
 import torch
-import torch.nn as nn
 
 
-class LM(nn.Module):
-    def __init__(self, vocab, dim):
-        super().__init__()
-        self.embed = nn.Embedding(vocab, dim)
-        self.head = nn.Linear(dim, vocab, bias=False)
-        self.head.weight = self.embed.weight
-
-    def forward(self, x):
-        return self.head(self.embed(x))
+def compute_loss(model, batch):
+    out = model(batch["x"])
+    valid = batch["y"] != -100
+    # TODO(tpu-migrate): TPU251 boolean-mask indexing has a data-dependent shape; use torch.where / masked_fill
+    # TODO(tpu-migrate): TPU253 .tolist() copies to the host on every step; read values every N steps
+    return out[valid].mean(), batch["y"][valid].unique().tolist()
 
 
-def main(device):
-    model = LM(100, 16)
-    model.to(device)
-    model.head.weight = model.embed.weight
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    other = LM(100, 16).to(device)
-    other.head.weight = other.embed.weight
-    return model, other, opt
+def train(model, loader, opt):
+    for batch in loader:
+        loss, classes = compute_loss(model, batch)
+        loss.backward()
+        opt.step()

@@ -1,16 +1,15 @@
-import torch.nn as nn
+import torch
 
 
-class TiedLM(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.wte = nn.Embedding(50, 8)
-        self.lm_head = nn.Linear(8, 50, bias=False)
-        self.tie_weights()
-
-    def tie_weights(self):
-        self.lm_head.weight = self.wte.weight
+def step(model, x, y, opt):
+    loss = model(x, y)
+    loss.backward()
+    opt.step()
+    hits = (loss > 0).nonzero()
+    return hits.cpu()
 
 
-model = TiedLM()
-model = model.to(device)
+def fit(model, loader, opt):
+    for epoch in range(2):
+        for x, y in loader:
+            step(model, x, y, opt)

@@ -1,0 +1,13 @@
+import torch.nn as nn
+
+
+class RNNModel(nn.Module):
+    def __init__(self, ntoken, nhid, tie_weights=False):
+        super().__init__()
+        self.encoder = nn.Embedding(ntoken, nhid)
+        self.decoder = nn.Linear(nhid, ntoken)
+        if tie_weights:
+            self.decoder.weight = self.encoder.weight
+
+
+model = RNNModel(100, 16, tie_weights=args.tied).to(device)
