@@ -67,7 +67,12 @@ def _on_parallel_loader(parallel_loader) -> None:
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
-    """Calls a function with a module right after the module's own code has run (a post-import hook)."""
+    """Calls a function with a module right after the module's own code has run (a post-import hook).
+
+    A spec found is not a module imported: ``importlib.util.find_spec("torch_xla")`` only asks
+    whether the package is there (Lightning's ``RequirementCache`` does, before it imports
+    torch_xla), so a callback is given up only when a module's code has actually run.
+    """
 
     def __init__(self) -> None:
         self._callbacks: dict[str, object] = {}
@@ -91,7 +96,6 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         loader = getattr(spec, "loader", None)
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
-        callback = self._callbacks.pop(fullname)
         run_module_code = loader.exec_module
         if not _can_set_attribute(loader, "exec_module"):
             print(
@@ -106,6 +110,9 @@ class _AfterImport(importlib.abc.MetaPathFinder):
                 run_module_code(module)
             finally:
                 del loader.exec_module  # the loader object is this module's own: restore it
+            callback = self._callbacks.pop(fullname, None)
+            if callback is None:  # already called, for another spec of the same name
+                return
             try:
                 callback(module)
             except Exception as exc:
