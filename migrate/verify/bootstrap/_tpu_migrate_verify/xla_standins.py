@@ -26,7 +26,6 @@ from __future__ import annotations
 import functools
 import os
 import resource
-import sys
 import warnings
 from collections import Counter
 
@@ -35,6 +34,8 @@ import torch_xla
 import torch_xla._internal.tpu as tpu
 import torch_xla.core.xla_model as xm
 import torch_xla.runtime as xr
+
+from .patching import replace
 
 KEY = "xla-standin:"
 TPU_ENV = {  # a single-host, single-chip TPU VM, in the keys get_tpu_env returns
@@ -94,17 +95,6 @@ def install(notes: Counter) -> None:
     startup._AFTER_IMPORT.register(
         "torch_xla.amp.autocast_mode", lambda module: _patch_autocast(module.autocast, notes)
     )
-
-
-def replace(module, name: str, replacement) -> None:
-    """module.name = replacement, also in every loaded module that did `from module import name`."""
-    original = getattr(module, name)
-    functools.update_wrapper(replacement, original)
-    for loaded in list(sys.modules.values()):
-        namespace = getattr(loaded, "__dict__", None)
-        if namespace is not None and namespace.get(name) is original:
-            namespace[name] = replacement
-    setattr(module, name, replacement)
 
 
 def _hardware(device) -> str | None:
