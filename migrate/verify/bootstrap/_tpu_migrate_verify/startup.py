@@ -15,6 +15,7 @@ import random
 import sys
 import threading
 
+from .frameworks import LIGHTNING_ACCELERATOR_CONNECTOR_MODULES, LIGHTNING_XLA_PRECISION_MODULES
 from .protocol import MIGRATED, ORIGINAL, Config
 from .stop import StopRun
 
@@ -40,6 +41,13 @@ def activate() -> None:
     if config.side == MIGRATED:
         _AFTER_IMPORT.register("torch_xla", _on_torch_xla)
         _AFTER_IMPORT.register("torch_xla.distributed.parallel_loader", _on_parallel_loader)
+        for name in LIGHTNING_XLA_PRECISION_MODULES:
+            _AFTER_IMPORT.register(name, _on_lightning_xla_precision)
+    else:
+        _AFTER_IMPORT.register("accelerate", _on_accelerate)
+        _AFTER_IMPORT.register("accelerate.data_loader", _on_accelerate_data_loader)
+        for name in LIGHTNING_ACCELERATOR_CONNECTOR_MODULES:
+            _AFTER_IMPORT.register(name, _on_lightning_accelerator_connector)
     sys.meta_path.insert(0, _AFTER_IMPORT)
     _stop_quietly_in_children()
 
@@ -64,6 +72,30 @@ def _on_parallel_loader(parallel_loader) -> None:
     from . import agent
 
     agent.install_inline_loader(parallel_loader)
+
+
+def _on_accelerate(accelerate) -> None:
+    from . import agent, frameworks
+
+    agent.notes(CONFIG)[frameworks.ACCELERATE] += 1
+
+
+def _on_accelerate_data_loader(data_loader) -> None:
+    from . import agent, frameworks
+
+    frameworks.shuffle_as_on_xla(data_loader, agent.notes(CONFIG))
+
+
+def _on_lightning_accelerator_connector(connector_module) -> None:
+    from . import agent, frameworks
+
+    frameworks.lightning_one_device_strategy(connector_module, agent.notes(CONFIG))
+
+
+def _on_lightning_xla_precision(precision_module) -> None:
+    from . import agent, frameworks
+
+    frameworks.lightning_full_precision(precision_module, CONFIG, agent.notes(CONFIG))
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
