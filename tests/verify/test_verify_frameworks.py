@@ -13,7 +13,6 @@ from tests.verify.helpers import script
 
 pytestmark = [pytest.mark.xla, pytest.mark.usefixtures("xla_available")]
 
-STEPS = ("--steps", "4")
 ONE_AUTOCAST_REGION_OFF_EACH_SIDE = (
     "autocast disabled on both sides for an fp32 comparison: 1 region(s) in the original run, "
     "1 in the migrated run"
@@ -32,31 +31,32 @@ def offline(monkeypatch):
 
 
 def _framework(stem: str) -> None:
-    if not os.environ.get(
-        "CI"
-    ):  # CI installs the frameworks extra: a skip there would hide a failure
+    # CI installs the frameworks extra: a skip there would hide a failure
+    if not os.environ.get("CI"):
         pytest.importorskip(FRAMEWORKS[stem][0])
 
 
-def _ran_on_cpu_and_xla(result: dict) -> None:
-    runs = result["runs"]
-    assert runs["original"]["param_devices"] == ["cpu"]
-    assert runs["noise-1"]["param_devices"] == ["cpu"]
-    assert runs["migrated"]["param_devices"] == ["xla"]
-    assert result["hygiene"]["compilations"] > 0
-
-
-def test_accelerate_script_is_equivalent_with_the_shuffle_aligned(verify_cli):
-    _framework("accelerate")
+def _equivalent(verify_cli, stem: str) -> tuple[dict, str]:
+    """Verify SCRIPT_cuda.py against SCRIPT_xla.py: equivalent, the original (and its noise runs)
+    on the CPU, the migrated run on XLA. The result, and its notes as one text."""
+    _framework(stem)
     outcome = verify_cli(
-        script("accelerate_cuda.py"), "--migrated", script("accelerate_xla.py"), *STEPS
+        script(f"{stem}_cuda.py"), "--migrated", script(f"{stem}_xla.py"), "--steps", "4"
     )
     assert outcome.code == 0, outcome.out + outcome.err
     result = outcome.result
     assert result["verdict"] == "equivalent"
-    _ran_on_cpu_and_xla(result)
+    assert [s["step"] for s in result["steps"]] == [1, 2, 3, 4]
     assert result["margin"]["ratio"] < 0.5
-    notes = "\n".join(result["notes"])
+    runs = result["runs"]
+    assert runs["original"]["param_devices"] == runs["noise-1"]["param_devices"] == ["cpu"]
+    assert runs["migrated"]["param_devices"] == ["xla"]
+    assert result["hygiene"]["compilations"] > 0
+    return result, "\n".join(result["notes"])
+
+
+def test_accelerate_script_is_equivalent_with_the_shuffle_aligned(verify_cli):
+    _, notes = _equivalent(verify_cli, "accelerate")
     assert "the original run had USE_TORCH_XLA=0" in notes
     assert "the original run seeded its 1 shuffling loader(s) as on XLA" in notes
     assert "nccl->gloo" in notes  # Accelerate's multi-GPU path, at world size 1
@@ -65,17 +65,8 @@ def test_accelerate_script_is_equivalent_with_the_shuffle_aligned(verify_cli):
 
 def test_hf_trainer_script_is_equivalent(verify_cli):
     """fp16 and the fused AdamW on the CPU (CUDA mapped) against bf16 and AdamW on XLA."""
-    _framework("hf_trainer")
-    outcome = verify_cli(
-        script("hf_trainer_cuda.py"), "--migrated", script("hf_trainer_xla.py"), *STEPS
-    )
-    assert outcome.code == 0, outcome.out + outcome.err
-    result = outcome.result
-    assert result["verdict"] == "equivalent"
-    _ran_on_cpu_and_xla(result)
-    assert [s["step"] for s in result["steps"]] == [1, 2, 3, 4]
+    result, notes = _equivalent(verify_cli, "hf_trainer")
     assert result["params"]["count"] > 30  # every BERT tensor the optimizer steps
-    notes = "\n".join(result["notes"])
     assert "the original run had USE_TORCH_XLA=0" in notes
     assert "the original run seeded its 1 shuffling loader(s) as on XLA" in notes
     assert ONE_AUTOCAST_REGION_OFF_EACH_SIDE in notes
@@ -85,15 +76,7 @@ def test_hf_trainer_script_is_equivalent(verify_cli):
 def test_lightning_script_is_equivalent_on_the_tpu_path(verify_cli):
     """accelerator="tpu" on XLA:CPU: the TPU device count stood in, bf16-true storage off for the
     fp32 comparison, the original's DDP over one device run as one device."""
-    _framework("lightning")
-    outcome = verify_cli(
-        script("lightning_cuda.py"), "--migrated", script("lightning_xla.py"), *STEPS
-    )
-    assert outcome.code == 0, outcome.out + outcome.err
-    result = outcome.result
-    assert result["verdict"] == "equivalent"
-    _ran_on_cpu_and_xla(result)
-    notes = "\n".join(result["notes"])
+    _, notes = _equivalent(verify_cli, "lightning")
     assert "tpu.num_available_devices" in notes
     assert "Lightning's bf16-true/16-true on XLA" in notes and "switched off" in notes
     assert "Lightning's DDP strategy over the original run's one device" in notes
