@@ -73,15 +73,14 @@ def shuffle_as_on_xla(data_loader, notes: Counter) -> None:
     prepare = data_loader.prepare_data_loader
 
     def prepare_data_loader(dataloader=None, *args, **kwargs):
-        loader = kwargs.get("dataloader", dataloader)
         on_xla = data_loader.PartialState().distributed_type == data_loader.DistributedType.XLA
-        if not on_xla and isinstance(getattr(loader, "sampler", None), RandomSampler):
+        if not on_xla and isinstance(getattr(dataloader, "sampler", None), RandomSampler):
             # Accelerate's XLA branch, line for line.
             generator = torch.Generator(device=torch.get_default_device())
             seed = int(torch.empty((), dtype=torch.int64).random_().item())
             generator.manual_seed(seed)
-            loader.generator = generator
-            loader.sampler.generator = generator
+            dataloader.generator = generator
+            dataloader.sampler.generator = generator
             notes[SHUFFLE] += 1
         return prepare(dataloader, *args, **kwargs)
 
@@ -124,7 +123,7 @@ def lightning_one_device_strategy(connector_module, notes: Counter) -> None:
         flag = self._strategy_flag
         chosen = registry[flag]["strategy"] if isinstance(flag, str) and flag in registry else flag
         one_device = len(self._parallel_devices) == 1 and self._num_nodes_flag == 1
-        if one_device and (chosen is ddp or isinstance(chosen, ddp) or _subclass(chosen, ddp)):
+        if one_device and (isinstance(chosen, ddp) or _subclass(chosen, ddp)):
             notes[LIGHTNING_ONE_DEVICE] += 1
             self._strategy_flag = self._choose_strategy()  # what strategy="auto" gives
 
