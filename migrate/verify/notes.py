@@ -104,6 +104,7 @@ def run_notes(options: Options, original: SideRun, migrated: SideRun) -> list[st
             notes.append(
                 "CUDA mapping was ready in the original run, but the script never used CUDA"
             )
+    notes.extend(_framework_notes(counts[ORIGINAL], counts[MIGRATED]))
     notes.extend(_migrated_side_notes(options, counts[MIGRATED]))
     notes.append(
         f"seeded random, numpy and torch with {options.seed} before each run "
@@ -124,6 +125,46 @@ def _listed(counts: Counter, prefix: str) -> str:
     """ "name xN, ..." for the counts under prefix, most used first."""
     found = {k.removeprefix(prefix): n for k, n in counts.items() if k.startswith(prefix)}
     return ", ".join(f"{name} x{n}" for name, n in sorted(found.items(), key=lambda kv: -kv[1]))
+
+
+def _framework_notes(original: Counter, migrated: Counter) -> list[str]:
+    """What frameworks.py held equal between a framework's GPU path and its XLA path."""
+    notes = []
+    if original["framework:accelerate"]:
+        notes.append(
+            "Accelerate (and the Hugging Face Trainer on it) takes its XLA path whenever torch_xla "
+            "imports: the original run had USE_TORCH_XLA=0, so it took its GPU path (on the CPU), "
+            "the migrated run its XLA path"
+        )
+    shuffled = original["framework:accelerate-xla-shuffle"]
+    if shuffled:
+        notes.append(
+            "Accelerate seeds a shuffling DataLoader at prepare time on XLA, at iteration on "
+            f"the GPU path: the original run seeded its {shuffled} shuffling loader(s) as on XLA, "
+            "so both runs read the same batches"
+        )
+    one_device = original["framework:lightning-ddp-one-device"]
+    if one_device:
+        notes.append(
+            f"Lightning's DDP strategy over the original run's one device ran as Lightning's "
+            f"single-device strategy (x{one_device}), which the migrated strategy='auto' is on "
+            "verify's one XLA device: over one device, DDP would re-seed at set-up and read "
+            "through a DistributedSampler, so the runs would shuffle differently from step 1 "
+            "(on a TPU VM with several devices, Lightning's XLAStrategy reads through the same "
+            "DistributedSampler as DDP)"
+        )
+    if migrated["framework:lightning-xla-half"]:
+        notes.append(
+            "Lightning's bf16-true/16-true on XLA (XLA_USE_BF16/XLA_USE_F16: every float32 tensor "
+            "on the device stored in half precision) switched off in the migrated run for the "
+            "fp32 comparison, as autocast is (--keep-autocast keeps it)"
+        )
+    if migrated["framework:lightning-xla-half-kept"]:
+        notes.append(
+            "Lightning's bf16-true/16-true on XLA kept (--keep-autocast): the migrated run stored "
+            "every float32 device tensor in half precision, the original ran autocast"
+        )
+    return notes
 
 
 def _migrated_side_notes(options: Options, counts: Counter) -> list[str]:

@@ -211,6 +211,7 @@ def _run_json(run) -> dict:
         "processes": len(run.traces),
         "compared_pid": trace.get("pid"),
         "compared_rank": trace.get("rank"),
+        "param_devices": trace.get("param_devices"),
     }
 
 

@@ -97,6 +97,14 @@ def threads_per_side(at_once: int, cores: int | None = None) -> int:
     return max(1, (cores or os.cpu_count() or 1) // max(at_once, 1))
 
 
+# Accelerate and transformers pick XLA by themselves whenever torch_xla imports (USE_TORCH_XLA,
+# default on), and torch_xla is installed beside torch for the migrated run: unset, the original
+# run of an Accelerate script trains on XLA too, and verify compares XLA with XLA. The original runs
+# plain torch, as on the GPU machine it was written for; the migrated run uses XLA, as on a TPU VM.
+FRAMEWORKS_ON_TORCH = {"USE_TORCH_XLA": "0"}
+FRAMEWORKS_ON_XLA = {"USE_TORCH_XLA": "1"}
+
+
 def side_env(
     spec: SideSpec, base: dict[str, str] | None = None, threads: int | None = None
 ) -> dict[str, str]:
@@ -119,8 +127,9 @@ def side_env(
             MASTER_ADDR="127.0.0.1",
             MASTER_PORT=str(free_port()),
         )
+        env.update(FRAMEWORKS_ON_TORCH)
     else:
-        env.update(PJRT_DEVICE="CPU", CPU_NUM_DEVICES="1")
+        env.update(PJRT_DEVICE="CPU", CPU_NUM_DEVICES="1", **FRAMEWORKS_ON_XLA)
     return env
 
 

@@ -207,6 +207,11 @@ def _run(options: Options, report: Report, temp: Path) -> None:
             report.notes.extend(failure_hints(run, options))
             return
     original_trace, migrated_trace = report.original.trace, report.migrated.trace
+    off_cpu = original_on_xla(original_trace)
+    if off_cpu:
+        report.failure = Failure(ORIGINAL, off_cpu)
+        report.verdict = Verdict(FAILED, f"the original run failed: {off_cpu}")
+        return
     noise_runs = _usable_noise(options, report)
     report.rows = compare_losses(
         original_trace["steps"],
@@ -279,6 +284,18 @@ def _usable_noise(options: Options, report: Report) -> list[SideRun]:
 
 def _runs_words(count: int) -> str:
     return "a noise run" if count == 1 else f"{count} noise runs"
+
+
+def original_on_xla(trace: dict) -> str | None:
+    """Why the original run cannot be the reference: it trained on XLA, not plain torch on the CPU
+    (None when it did not). The comparison would then be XLA against XLA and prove nothing."""
+    if "xla" not in (trace.get("param_devices") or []):
+        return None
+    return (
+        "it trained on XLA, not plain torch on the CPU (its optimizer holds xla tensors), so the "
+        "comparison would be XLA against XLA (is the script already migrated, or does one of its "
+        "libraries pick XLA by itself whenever torch_xla imports?)"
+    )
 
 
 def not_on_xla(trace: dict, hygiene) -> str | None:

@@ -22,6 +22,8 @@ def test_correct_migration_is_equivalent(verify_cli):
         assert set(step) >= {"step", "original_loss", "migrated_loss", "rel_diff"}
         assert step["rel_diff"] <= 1e-5
     assert result["params"]["count"] == 4 and result["params"]["max_rel_diff"] <= 1e-5
+    assert result["runs"]["original"]["param_devices"] == ["cpu"]
+    assert result["runs"]["migrated"]["param_devices"] == ["xla"]
     hygiene = result["hygiene"]
     assert set(hygiene) >= {
         "compilations",
@@ -76,6 +78,17 @@ def test_original_that_needs_cuda_runs_its_cuda_path_on_the_cpu(verify_cli):
     assert outcome.code == 0, outcome.out + outcome.err
     mapping = next(note for note in outcome.result["notes"] if note.startswith("CUDA mapped"))
     assert ".cuda()" in mapping and "torch.cuda.set_device" in mapping
+
+
+def test_an_original_that_trains_on_xla_is_no_reference(verify_cli):
+    outcome = verify_cli(
+        script("mlp_xla.py"), "--migrated", script("mlp_xla.py"), "--fixed-tolerance"
+    )
+    assert outcome.code == 2, outcome.out + outcome.err
+    failure = outcome.result["failure"]
+    assert failure["side"] == "original" and "trained on XLA" in failure["message"]
+    assert outcome.result["runs"]["original"]["param_devices"] == ["xla"]
+    assert "comparison would be XLA against XLA" in outcome.out
 
 
 def test_original_cpu_path_leaves_cuda_alone(verify_cli):

@@ -195,7 +195,8 @@ def test_kept_dropout_draws_the_same_masks_once_aligned(verify_cli):
 
 def test_tpu_runtime_apis_get_cpu_stand_ins(verify_cli):
     """xm.get_memory_info (UNIMPLEMENTED on XLA:CPU), also imported by name; torch_xla.amp.autocast;
-    TPU metadata (tpu.version()) and xr.get_master_ip: the correct port crashes on XLA:CPU without them.
+    TPU metadata (tpu.version()), the host's TPU device count and xr.get_master_ip: the correct port
+    crashes or stops on XLA:CPU without them.
     """
     outcome = verify_cli(
         script("standin_memory_cuda.py"), "--migrated", script("standin_memory_xla.py"), *FAST
@@ -204,7 +205,8 @@ def test_tpu_runtime_apis_get_cpu_stand_ins(verify_cli):
     note = next(n for n in outcome.result["notes"] if n.startswith("TPU runtime APIs"))
     assert note == (
         "TPU runtime APIs that XLA:CPU cannot run were given CPU stand-ins in the migrated run: "
-        "xm.get_memory_info x10, torch_xla.amp.autocast x5, tpu.get_tpu_env x1, xr.get_master_ip x1"
+        "xm.get_memory_info x10, torch_xla.amp.autocast x5, tpu.get_tpu_env x1, "
+        "xr.get_master_ip x1, tpu.num_available_devices x1"
     )
     autocast = next(n for n in outcome.result["notes"] if n.startswith("autocast disabled"))
     assert "5 region(s) in the original run, 5 in the migrated run" in autocast

@@ -1,6 +1,6 @@
 """Correct torch_xla 2.9 port of standin_memory_cuda.py, with the TPU runtime APIs a TPU script uses
 and XLA:CPU cannot run: xm.get_memory_info (also imported by name), torch_xla.amp.autocast, the TPU
-version from the host metadata and the master IP."""
+version from the host metadata, the number of TPU devices on the host and the master IP."""
 
 import torch
 import torch.nn as nn
@@ -20,6 +20,7 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 g = torch.Generator().manual_seed(1)
 x, y = torch.randn(24, 10, generator=g), torch.randint(0, 3, (24,), generator=g)
 print("tpu:", xm.xla_device_kind(device), "v%d" % tpu.version(), "master", xr.get_master_ip())
+print("devices on this host:", tpu.num_available_devices())
 for step in range(10):
     with torch_xla.amp.autocast(device):
         loss = F.cross_entropy(model(x.to(device)), y.to(device))

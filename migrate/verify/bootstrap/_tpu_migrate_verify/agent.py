@@ -55,6 +55,12 @@ def install_xla(config: Config) -> None:
         rng_align.install(config, RECORDER.notes)
 
 
+def notes(config: Config):
+    """The run's notes (the libraries that call for them import torch first)."""
+    install(config)
+    return RECORDER.notes
+
+
 def install_inline_loader(parallel_loader) -> None:
     from . import inline_loader
 

@@ -29,7 +29,7 @@ from collections import Counter
 import torch
 
 from .protocol import Config
-from .xla_standins import replace
+from .patching import replace
 
 CPU = torch.device("cpu")
 ALIGNED, UNALIGNED = "rng:", "rng-unaligned:"

@@ -15,6 +15,7 @@ import random
 import sys
 import threading
 
+from .frameworks import LIGHTNING_ACCELERATOR_CONNECTOR_MODULES, LIGHTNING_XLA_PRECISION_MODULES
 from .protocol import MIGRATED, ORIGINAL, Config
 from .stop import StopRun
 
@@ -40,6 +41,13 @@ def activate() -> None:
     if config.side == MIGRATED:
         _AFTER_IMPORT.register("torch_xla", _on_torch_xla)
         _AFTER_IMPORT.register("torch_xla.distributed.parallel_loader", _on_parallel_loader)
+        for name in LIGHTNING_XLA_PRECISION_MODULES:
+            _AFTER_IMPORT.register(name, _on_lightning_xla_precision)
+    else:
+        _AFTER_IMPORT.register("accelerate", _on_accelerate)
+        _AFTER_IMPORT.register("accelerate.data_loader", _on_accelerate_data_loader)
+        for name in LIGHTNING_ACCELERATOR_CONNECTOR_MODULES:
+            _AFTER_IMPORT.register(name, _on_lightning_accelerator_connector)
     sys.meta_path.insert(0, _AFTER_IMPORT)
     _stop_quietly_in_children()
 
@@ -66,8 +74,37 @@ def _on_parallel_loader(parallel_loader) -> None:
     agent.install_inline_loader(parallel_loader)
 
 
+def _on_accelerate(accelerate) -> None:
+    from . import agent, frameworks
+
+    agent.notes(CONFIG)[frameworks.ACCELERATE] += 1
+
+
+def _on_accelerate_data_loader(data_loader) -> None:
+    from . import agent, frameworks
+
+    frameworks.shuffle_as_on_xla(data_loader, agent.notes(CONFIG))
+
+
+def _on_lightning_accelerator_connector(connector_module) -> None:
+    from . import agent, frameworks
+
+    frameworks.lightning_one_device_strategy(connector_module, agent.notes(CONFIG))
+
+
+def _on_lightning_xla_precision(precision_module) -> None:
+    from . import agent, frameworks
+
+    frameworks.lightning_full_precision(precision_module, CONFIG, agent.notes(CONFIG))
+
+
 class _AfterImport(importlib.abc.MetaPathFinder):
-    """Calls a function with a module right after the module's own code has run (a post-import hook)."""
+    """Calls a function with a module right after the module's own code has run (a post-import hook).
+
+    A spec found is not a module imported: ``importlib.util.find_spec("torch_xla")`` only asks
+    whether the package is there (Lightning's ``RequirementCache`` does, before it imports
+    torch_xla), so a callback is given up only when a module's code has actually run.
+    """
 
     def __init__(self) -> None:
         self._callbacks: dict[str, object] = {}
@@ -91,7 +128,6 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         loader = getattr(spec, "loader", None)
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
-        callback = self._callbacks.pop(fullname)
         run_module_code = loader.exec_module
         if not _can_set_attribute(loader, "exec_module"):
             print(
@@ -106,6 +142,9 @@ class _AfterImport(importlib.abc.MetaPathFinder):
                 run_module_code(module)
             finally:
                 del loader.exec_module  # the loader object is this module's own: restore it
+            callback = self._callbacks.pop(fullname, None)
+            if callback is None:  # already called, for another spec of the same name
+                return
             try:
                 callback(module)
             except Exception as exc:

@@ -9,6 +9,10 @@ A TPU runs these, XLA:CPU does not, so a correct migration would crash here:
   ``get_tpu_type()``, ``worker_id()``, ``num_tpu_workers()``...): they query the GCE metadata
   server. Stand-in: one host with one chip (``v5litepod-1``). The TPU_SKIP_MDS_QUERY variables
   still win.
+- ``torch_xla._internal.tpu.num_available_devices``: counts the TPU chips on the PCI bus, 0 here.
+  Lightning's ``XLAAccelerator.is_available()`` / ``auto_device_count()`` are built on it, so
+  ``Trainer(accelerator="tpu")`` refuses to start. Stand-in: the XLA:CPU devices
+  (``CPU_NUM_DEVICES``, 1 in a verify run), as many as the one-chip TPU above has.
 - ``torch_xla.runtime.get_master_ip``: "IP discovery not supported for device: CPU". Stand-in:
   ``localhost``, what a single TPU host gets.
 - ``torch_xla.amp.autocast``: on a non-TPU device it never initialises (AttributeError on entry).
@@ -26,7 +30,6 @@ from __future__ import annotations
 import functools
 import os
 import resource
-import sys
 import warnings
 from collections import Counter
 
@@ -35,6 +38,8 @@ import torch_xla
 import torch_xla._internal.tpu as tpu
 import torch_xla.core.xla_model as xm
 import torch_xla.runtime as xr
+
+from .patching import replace
 
 KEY = "xla-standin:"
 TPU_ENV = {  # a single-host, single-chip TPU VM, in the keys get_tpu_env returns
@@ -49,6 +54,7 @@ def install(notes: Counter) -> None:
     original_memory_info = torch_xla._XLAC._xla_memory_info
     original_tpu_env, original_worker_ips = tpu.get_tpu_env, tpu.get_worker_ips
     original_master_ip = xr.get_master_ip
+    original_device_count = tpu.num_available_devices
 
     def _xla_memory_info(device: str) -> dict:
         if _hardware(device) != "CPU":
@@ -82,11 +88,18 @@ def install(notes: Counter) -> None:
         notes[KEY + "xr.get_master_ip"] += 1
         return "localhost"
 
+    def num_available_devices() -> int:
+        if xr.device_type() != "CPU" or tpu.num_available_chips():
+            return original_device_count()
+        notes[KEY + "tpu.num_available_devices"] += 1
+        return int(os.environ.get("CPU_NUM_DEVICES") or 1)
+
     replace(torch_xla._XLAC, "_xla_memory_info", _xla_memory_info)
     replace(xm, "get_memory_info", get_memory_info)
     replace(tpu, "get_tpu_env", get_tpu_env)
     replace(tpu, "get_worker_ips", get_worker_ips)
     replace(xr, "get_master_ip", get_master_ip)
+    replace(tpu, "num_available_devices", num_available_devices)
 
     from . import startup
 
@@ -94,17 +107,6 @@ def install(notes: Counter) -> None:
     startup._AFTER_IMPORT.register(
         "torch_xla.amp.autocast_mode", lambda module: _patch_autocast(module.autocast, notes)
     )
-
-
-def replace(module, name: str, replacement) -> None:
-    """module.name = replacement, also in every loaded module that did `from module import name`."""
-    original = getattr(module, name)
-    functools.update_wrapper(replacement, original)
-    for loaded in list(sys.modules.values()):
-        namespace = getattr(loaded, "__dict__", None)
-        if namespace is not None and namespace.get(name) is original:
-            namespace[name] = replacement
-    setattr(module, name, replacement)
 
 
 def _hardware(device) -> str | None:
