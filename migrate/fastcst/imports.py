@@ -14,7 +14,7 @@ import ast
 import re
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 import libcst as cst
 import libcst.matchers._visitors as matcher_visitors  # private: see visitors_set_up_faster
@@ -86,6 +86,12 @@ def with_imports_added(module: cst.Module, context: CodemodContext) -> cst.Modul
     The visitor reads and edits just the block of imports at the top of the file and the first
     statement after it (it adds a blank line there). Given the head up to and including that
     statement, it gives the same head; the rest of the body is kept as it is.
+
+    Of a compound statement in the head (a class or function right after the imports), the
+    visitor reads and edits only the blank lines and comments above it: it sees a ``pass``
+    holding them instead of walking the whole class, and the statement gets back what the
+    visitor made of them. (The visitor edits only the imports it gathered, which stop at the
+    first statement that is not one, and the lines above that statement.)
     """
     if plain_libcst():
         return Codemod.transform_module(AddImportsVisitor(context), module)
@@ -93,9 +99,33 @@ def with_imports_added(module: cst.Module, context: CodemodContext) -> cst.Modul
     end = 1  # the first statement may be a docstring, which the visitor steps over
     while end < len(body) and _is_single_import(body[end]):
         end += 1
-    head = module.with_changes(body=body[: end + 1])
-    new_head = head.visit(AddImportsVisitor(context))
-    return module.with_changes(body=(*new_head.body, *body[end + 1 :]))
+    head = list(body[: end + 1])
+    compound = {
+        index: statement
+        for index, statement in enumerate(head)
+        if isinstance(statement, cst.BaseCompoundStatement)
+    }
+    for index, statement in compound.items():
+        head[index] = _stand_in(statement)
+    new_head = list(module.with_changes(body=head).visit(AddImportsVisitor(context)).body)
+    # The visitor only inserts imports, all of them before the first statement that is not one
+    # (a compound statement never is): each stand-in is as many places further down.
+    added = len(new_head) - len(head)
+    for index, statement in compound.items():
+        lines = new_head[index + added].leading_lines
+        if not _same_nodes(lines, statement.leading_lines):  # (the visitor rebuilds every node)
+            statement = statement.with_changes(leading_lines=lines)
+        new_head[index + added] = statement
+    return module.with_changes(body=(*new_head, *body[end + 1 :]))
+
+
+def _same_nodes(these: Sequence[cst.CSTNode], those: Sequence[cst.CSTNode]) -> bool:
+    return len(these) == len(those) and all(a.deep_equals(b) for a, b in zip(these, those))
+
+
+def _stand_in(statement: cst.BaseCompoundStatement) -> cst.SimpleStatementLine:
+    """A one-word statement with ``statement``'s leading lines, all the visitor reads of it."""
+    return cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=statement.leading_lines)
 
 
 def with_imports_removed(

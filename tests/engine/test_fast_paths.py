@@ -434,6 +434,13 @@ HEADS = [
     "try:\n    import numpy\nexcept ImportError:\n    numpy = None\n",
     "x = 1\nimport torch\n",
     "import os, sys\nimport torch\n\n\ndef f():\n    import torch_xla\n",
+    # compound statements in the head: the visitor sees only the lines above them
+    "import torch\n# the model\nclass M:\n    from torch_xla import runtime\n",
+    "import torch\n\n# the model\n\n@dataclass\nclass M:\n    import os\n",
+    "import torch\n@torch.no_grad()\ndef f():\n    import torch_xla.core.xla_model as xm\n",
+    "class M:\n    import torch\nimport torch_xla\n",
+    '"""doc"""\nif TYPE_CHECKING:\n    import torch_xla\nimport os\n',
+    '"""doc"""\n\nimport os\ntry:\n    import torch_xla\nexcept ImportError:\n    pass\n',
 ]
 WANTED = [
     [("torch_xla", None, None)],
