@@ -666,18 +666,24 @@ class _Decorated(m.MatcherDecoratableVisitor):
         self.names += 1
 
 
+class _DecoratedByItsBase(_Decorated):
+    """Decorated through the class it derives from."""
+
+
 def test_visitors_set_up_faster_only_skips_searches_that_find_nothing():
-    """Visitors are set up as libcst does, decorated ones too, and libcst's own set-up is back
-    afterwards; the three private functions are still there to be stood in for."""
+    """Visitors are set up as libcst does, decorated ones too (their decorated methods
+    inherited or not), and libcst's own set-up is back afterwards; the three private functions
+    are still there to be stood in for."""
     from libcst.matchers import _visitors as matcher_visitors
 
     originals = [getattr(matcher_visitors, name) for name in imports._GATHERERS]
     module = cst.parse_module("f(a, b)\nc\n")
     with imports.visitors_set_up_faster():
-        for _ in range(2):  # the second time from what the first found
-            decorated = _Decorated()
-            module.visit(decorated)
-            assert decorated.names == 3  # f, a and b, not c
+        for _ in range(2):  # the second time with each class's functions already looked at
+            for visitor_class in (_Decorated, _DecoratedByItsBase):
+                decorated = visitor_class()
+                module.visit(decorated)
+                assert decorated.names == 3  # f, a and b, not c
             plain = AddImportsVisitor(CodemodContext())
             assert plain._extra_visit_funcs == {} and plain._matchers == {}
     assert [getattr(matcher_visitors, name) for name in imports._GATHERERS] == originals
