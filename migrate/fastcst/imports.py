@@ -310,9 +310,11 @@ def _is_binding(node: ast.AST, name: str) -> bool:
 def _nodes_in_scopes(tree: ast.Module) -> list[tuple[ast.AST, ast.AST]]:
     """(scope, node) for the nodes of ``tree`` and the scope each runs in: the module, or the
     function, class, lambda or comprehension whose body (for a comprehension, its result
-    expressions) holds it. Left out, so that nothing is concluded from them: annotations,
-    ``match`` patterns, decorators, defaults, base classes and a comprehension's ``for`` and
-    ``if`` clauses."""
+    expressions) holds it. A decorator runs in the scope around what it decorates (libcst
+    visits a function's decorators after its body, which changes no order this analysis
+    reads: a scope's own imports are never inside a function it defines). Left out, so that
+    nothing is concluded from them: annotations, ``match`` patterns, defaults, base classes
+    and a comprehension's ``for`` and ``if`` clauses."""
     found: list[tuple[ast.AST, ast.AST]] = []
     stack: list[tuple[ast.AST, ast.AST]] = [(tree, node) for node in tree.body]
     while stack:
@@ -322,6 +324,7 @@ def _nodes_in_scopes(tree: ast.Module) -> list[tuple[ast.AST, ast.AST]]:
         found.append((scope, node))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             stack.extend((node, child) for child in node.body)
+            stack.extend((scope, decorator) for decorator in node.decorator_list)
         elif isinstance(node, ast.Lambda):
             stack.append((node, node.body))
         elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):

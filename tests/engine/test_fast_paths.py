@@ -560,6 +560,12 @@ REMOVALS = [
     (
         "def f():\n    import torch\n\n    @torch.jit\n    def g():\n        pass\n",
         [("torch", None, None)],
+        True,
+    ),
+    ("@torch.jit\ndef f():\n    pass\n\n\nimport torch\n", [("torch", None, None)], False),
+    (
+        "def f():\n    @torch.jit\n    def g():\n        import torch\n",
+        [("torch", None, None)],
         False,
     ),
     (
@@ -593,7 +599,13 @@ REMOVALS = [
     ("import torch\n\n\nclass A:\n    t = torch\n", [("torch", None, None)], True),
     ("import torch\n\nx = [torch for _ in ()]\n", [("torch", None, None)], True),
     ("import torch\n\nx = [1 for _ in torch]\n", [("torch", None, None)], False),
-    ("import torch\n\n\n@torch.jit\ndef f():\n    pass\n", [("torch", None, None)], False),
+    ("import torch\n\n\n@torch.jit\ndef f():\n    pass\n", [("torch", None, None)], True),
+    (
+        "import torch\n\n\nclass A:\n    @torch.no_grad()\n    def f(self):\n        pass\n",
+        [("torch", None, None)],
+        True,
+    ),
+    ("import torch\n\n\n@torch.jit\nclass A:\n    pass\n", [("torch", None, None)], True),
     ("import torch\n\n\ndef f(torch=torch):\n    pass\n", [("torch", None, None)], False),
     ("import torch\n\n\ndef f(torch):\n    return torch\n", [("torch", None, None)], False),
     (
