@@ -18,7 +18,7 @@ import inspect
 import re
 import typing
 from collections import deque
-from typing import Union
+from typing import Callable, Union
 
 import libcst as cst
 import libcst.matchers as m
@@ -238,8 +238,20 @@ def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
 
     libcst's ``children`` rebuilds the node through a visitor to find them; reading the fields
     ``visited_fields`` names is many times cheaper."""
-    if plain_libcst():
-        return list(node.children)
+    return children_reader()(node)
+
+
+def children_reader() -> Callable[[cst.CSTNode], list[cst.CSTNode]]:
+    """``children_of`` for a walk over many nodes: whether the run is on stock libcst is read
+    once, not for each node (reading the environment costs more than reading the fields)."""
+    return _libcst_children if plain_libcst() else _children_from_fields
+
+
+def _libcst_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    return list(node.children)
+
+
+def _children_from_fields(node: cst.CSTNode) -> list[cst.CSTNode]:
     fields = visited_fields(node)
     if fields is None:
         return list(node.children)
