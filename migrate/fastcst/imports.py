@@ -79,12 +79,17 @@ def _skipped_when_nothing_is_decorated(gather):
     return gathered
 
 
-@lru_cache(maxsize=None)
 def _class_decorates_nothing(cls: type) -> bool:
+    return all(map(_own_functions_decorate_nothing, cls.__mro__))
+
+
+@lru_cache(maxsize=None)
+def _own_functions_decorate_nothing(cls: type) -> bool:
+    # (once per class: libcst's base visitors, with a method for each node type, are the bases
+    # of all the import visitors)
     return not any(
         _is_decorated(getattr(value, "__func__", value))  # (class and static methods)
-        for klass in cls.__mro__
-        for value in vars(klass).values()
+        for value in vars(cls).values()
     )
 
 
