@@ -33,6 +33,7 @@ from migrate.fastcst.facts import FileFacts
 from migrate.fastcst.traversal import (
     LAYOUT,
     children_of,
+    children_reader,
     handled_node_types,
     is_expression_type,
     own_method,
@@ -748,6 +749,7 @@ def walk_pruned(node: cst.CSTNode, skipped: Collection[type]) -> Iterator[cst.CS
     migrate/fastcst/traversal.py). An explicit stack: recursive generators cost a frame per level for
     every node, which made walking deep trees a large share of the rules' time."""
     pending = [node]
+    children_of = children_reader()
     while pending:
         current = pending.pop()
         yield current
@@ -769,6 +771,7 @@ def _module_level_imports(module: cst.Module | None) -> list[str] | bool:
     # One walk over the statements (imports and ``global`` are never inside an expression);
     # ``nested``: inside a function or class, whose imports the module scope does not bind.
     pending: list[tuple[cst.CSTNode, bool]] = [(module, False)]
+    children_of = children_reader()
     while pending:
         node, nested = pending.pop()
         if isinstance(node, cst.Global):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
-from ._base import TpuCodemod, children_of, code_of, dotted_name, walk_all, walk_pruned
+from ._base import TpuCodemod, children_reader, code_of, dotted_name, walk_all, walk_pruned
 from migrate.fastcst.traversal import LAYOUT
 from migrate.fastcst.facts import FileFacts
 
@@ -233,6 +233,7 @@ class ModuleIndex:
         """The one walk: each node with its parent, the function (or module) that owns the
         code it is in, and the class around it."""
         pending: list[tuple] = [(self.module, None, self.module, None)]
+        children_of = children_reader()
         while pending:
             node, parent, owner, cls = pending.pop()
             if parent is not None:

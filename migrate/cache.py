@@ -3,8 +3,8 @@
 An entry is keyed by a hash of: the file's bytes and path, the selection (its full ``repr``, so any
 field a ``Selection`` grows is covered), whether the run is on stock libcst
 (``TPU_MIGRATE_PLAIN_LIBCST``), and a fingerprint of the tool's own code (version plus the
-source of ``migrate`` and ``codemods``: editing a rule invalidates everything it might have said).
-It stores what the engine hands it: everything a ``FileResult`` says besides the source (the new
+source of ``migrate`` and ``codemods``, the rules' cases aside: editing a rule invalidates
+everything it might have said). It stores what the engine hands it: everything a ``FileResult`` says besides the source (the new
 text or "unchanged", rule counts, findings, rewrite regions, verify adjustments, unused
 suppressions, the error), as JSON — never pickle, since a cache directory could come from a
 repository nobody here trusts. Files the text pre-filter skips (no torch word, no suppression) are
@@ -37,14 +37,26 @@ MAX_ENTRIES = 50_000
 
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """Tool version plus a hash of the code that decides results (this package and the rules)."""
+    """Tool version plus a hash of the code that decides results: this package and the rules,
+    without the rules' cases (``codemods/cases/``, three quarters of the files and read by the
+    tests only)."""
     digest = hashlib.sha256(__version__.encode())
     here = Path(__file__).resolve().parent
-    for package in (here, here.parent / "codemods"):
-        for source in sorted(package.rglob("*.py")):
+    rules = here.parent / "codemods"
+    for package in (here, rules):
+        for source in _python_files(package, skipped=rules / "cases"):
             digest.update(source.relative_to(package.parent).as_posix().encode())
             digest.update(source.read_bytes())
     return digest.hexdigest()
+
+
+def _python_files(directory: Path, skipped: Path) -> list[Path]:
+    """The .py files under ``directory``, sorted, none under ``skipped``."""
+    found = []
+    for parent, subdirectories, names in os.walk(directory):
+        subdirectories[:] = [name for name in subdirectories if Path(parent, name) != skipped]
+        found.extend(Path(parent, name) for name in names if name.endswith(".py"))
+    return sorted(found)
 
 
 def default_location() -> Path:

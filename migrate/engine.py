@@ -12,11 +12,10 @@ import os
 import signal
 import traceback
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext, SkipFile
@@ -49,6 +48,9 @@ from .linemap import LineMap
 from .fastcst.metadata import SharedMetadata, StockMetadata, shared_metadata
 from .source import SourceError, SourceFile
 from .suppressions import UnusedSuppression, unused_suppressions
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 # A file that never mentions torch cannot need a rewrite; not parsing it is most of the speed.
 PREFILTER_WORDS = ("torch",)
@@ -495,30 +497,45 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
+# A run whose files hold fewer bytes than this stays in this process, whatever ``jobs`` says.
+# Each worker process costs its start and its first file (the tables the fast layer works out
+# on first use, libcst's own set-up, black's import when it lays out a line): 0.15 to 0.3 s of
+# CPU for two workers, measured against one process on 6 to 40 KB of the fixtures' training
+# scripts, which cost 25 to 50 ms of CPU per KB. Below 32 KB the half of the work a second core
+# could take over is not much more than that; and on a 2-core machine busy with other work
+# (load 10) the pool was slower at every size measured, up to 90 KB, by 8 to 24%. A pre-commit
+# hook's few files, or a project the size of the demo (10 KB), are migrated in one process.
+IN_PROCESS_BELOW_BYTES = 32 * 1024
+
+
 def migrate_files(
     paths: Sequence[Path],
     selection: Selection,
     jobs: int = 1,
     cache: ResultCache | None = None,
 ) -> Iterator[FileResult]:
-    """Yield one FileResult per path, as files are done, processing in ``jobs`` processes.
+    """Yield one FileResult per path, as files are done, processing in ``jobs`` processes (or
+    in this one when the files are too small to pay for more: ``IN_PROCESS_BELOW_BYTES``).
 
-    With one job the results come in the given order. With more, the largest files are started
-    first: a large file started last kept one process busy long after the others ran out of work
-    (on half of torch's tree its largest file alone took the last 95 s). Callers that report in
-    path order sort the results.
+    In this process the results come in the given order. With more, the largest files are
+    started first: a large file started last kept one process busy long after the others ran
+    out of work (on half of torch's tree its largest file alone took the last 95 s). Callers
+    that report in path order sort the results.
     """
-    jobs = max(1, jobs)
-    if jobs == 1 or len(paths) < 2:
+    in_process = jobs <= 1 or len(paths) < 2
+    sizes = {} if in_process else {path: _size(path) for path in paths}
+    if in_process or sum(sizes.values()) < IN_PROCESS_BELOW_BYTES:
         for path in paths:
             yield migrate_file(path, selection, cache)
         return
+    from concurrent.futures import ProcessPoolExecutor, as_completed  # (only a pool needs them)
+
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=_set_up_worker)
     finished = False
     try:
         batches = [
             pool.submit(_migrate_batch, batch, selection, cache)
-            for batch in _largest_first_batches(paths, jobs)
+            for batch in _largest_first_batches(sizes, jobs)
         ]
         for done in as_completed(batches):
             yield from done.result()
@@ -538,16 +555,16 @@ def _migrate_batch(
     return [migrate_file(path, selection, cache) for path in paths]
 
 
-def _largest_first_batches(paths: Sequence[Path], jobs: int) -> list[list[Path]]:
-    """``paths`` from the largest file to the smallest, in batches of up to 16 files and about
-    1/64 of each process's share of the bytes: few round trips to the workers for many small
-    files, and small batches at the end, where the processes should finish together."""
-    sizes = {path: _size(path) for path in paths}
+def _largest_first_batches(sizes: Mapping[Path, int], jobs: int) -> list[list[Path]]:
+    """The paths (``sizes``: path -> bytes) from the largest file to the smallest, in batches of
+    up to 16 files and about 1/64 of each process's share of the bytes: few round trips to the
+    workers for many small files, and small batches at the end, where the processes should
+    finish together."""
     budget = max(1, sum(sizes.values()) // (jobs * 64))
     batches: list[list[Path]] = []
     batch: list[Path] = []
     batch_bytes = 0
-    for path in sorted(paths, key=lambda p: sizes[p], reverse=True):
+    for path in sorted(sizes, key=lambda p: sizes[p], reverse=True):
         batch.append(path)
         batch_bytes += sizes[path]
         if batch_bytes >= budget or len(batch) == 16:

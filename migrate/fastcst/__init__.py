@@ -35,7 +35,7 @@ The libcst internals touched, and why:
 - ``MetadataWrapper._metadata`` and a provider's ``_computed`` (metadata): metadata already
   resolved is handed to the next rule instead of being computed again.
 - ``libcst.matchers._visitors``' gatherers (imports): replaced while the imports are fixed, so a
-  visitor class with no decorated method is not searched again; put back after.
+  visitor of a class with no decorated method is not searched for them; put back after.
 - ``libcst.matchers._decorators`` (matchers): the attribute names of the decorators.
 
 No replacement outlives the call that makes it. ``tests/engine/test_fast_paths.py`` pins each

@@ -14,7 +14,8 @@ import ast
 import re
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Iterable, Iterator
+from functools import lru_cache
+from typing import Iterable, Iterator, Sequence
 
 import libcst as cst
 import libcst.matchers._visitors as matcher_visitors  # private: see visitors_set_up_faster
@@ -23,6 +24,7 @@ from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 from . import plain_libcst
 from .codegen import module_code
+from .matchers import MATCHER_ATTRIBUTES
 
 ImportRequest = tuple[str, str | None, str | None]  # (module, obj, asname), libcst's form
 
@@ -39,14 +41,15 @@ _GATHERERS = (
 @contextmanager
 def visitors_set_up_faster() -> Iterator[None]:
     """While the imports are fixed, libcst's visitors of a class with no decorated method
-    skip looking for them again.
+    skip looking for them.
 
     Each ``AddImportsVisitor``, ``RemoveImportsVisitor`` and the visitors they start looks up
-    every attribute of itself, three times, for methods carrying a matcher decorator: about 6
+    every attribute of itself, three times, for methods carrying a matcher decorator: about 8
     ms per visitor, most of the import step (over a quarter of the torch sources, 2.1 s, then
-    1.3 s). libcst's import visitors have none; a class found to have none is answered with
-    an empty result, the answer libcst's own search gives. A class with some still gets
-    libcst's search.
+    1.3 s), and a fifth of a small project's run. libcst's import visitors have none. A visitor
+    none of whose class's functions (nor its own attributes) carries a decorator's attribute
+    is answered with an empty result, the answer libcst's own search gives; the functions of a
+    class are looked at once. Any other visitor gets libcst's search.
     """
     if plain_libcst():
         yield
@@ -57,7 +60,7 @@ def visitors_set_up_faster() -> Iterator[None]:
         if hasattr(matcher_visitors, name)  # (else libcst changed: it is left alone)
     }
     for name, gather in originals.items():
-        setattr(matcher_visitors, name, _once_per_class_when_empty(gather))
+        setattr(matcher_visitors, name, _skipped_when_nothing_is_decorated(gather))
     try:
         yield
     finally:
@@ -65,19 +68,33 @@ def visitors_set_up_faster() -> Iterator[None]:
             setattr(matcher_visitors, name, gather)
 
 
-_GATHERS_NOTHING: dict[tuple[str, type], bool] = {}
-
-
-def _once_per_class_when_empty(gather):
+def _skipped_when_nothing_is_decorated(gather):
     def gathered(visitor: object) -> dict:
-        key = (gather.__name__, type(visitor))
-        if _GATHERS_NOTHING.get(key):
+        if _class_decorates_nothing(type(visitor)) and not any(
+            map(_is_decorated, getattr(visitor, "__dict__", {}).values())
+        ):
             return {}
-        found = gather(visitor)
-        _GATHERS_NOTHING[key] = not found
-        return found
+        return gather(visitor)
 
     return gathered
+
+
+def _class_decorates_nothing(cls: type) -> bool:
+    return all(map(_own_functions_decorate_nothing, cls.__mro__))
+
+
+@lru_cache(maxsize=None)
+def _own_functions_decorate_nothing(cls: type) -> bool:
+    # (once per class: libcst's base visitors, with a method for each node type, are the bases
+    # of all the import visitors)
+    return not any(
+        _is_decorated(getattr(value, "__func__", value))  # (class and static methods)
+        for value in vars(cls).values()
+    )
+
+
+def _is_decorated(value: object) -> bool:
+    return any(hasattr(value, attribute) for attribute in MATCHER_ATTRIBUTES)
 
 
 def with_imports_added(module: cst.Module, context: CodemodContext) -> cst.Module:
@@ -86,6 +103,12 @@ def with_imports_added(module: cst.Module, context: CodemodContext) -> cst.Modul
     The visitor reads and edits just the block of imports at the top of the file and the first
     statement after it (it adds a blank line there). Given the head up to and including that
     statement, it gives the same head; the rest of the body is kept as it is.
+
+    Of a compound statement in the head (a class or function right after the imports), the
+    visitor reads and edits only the blank lines and comments above it: it sees a ``pass``
+    holding them instead of walking the whole class, and the statement gets back what the
+    visitor made of them. (The visitor edits only the imports it gathered, which stop at the
+    first statement that is not one, and the lines above that statement.)
     """
     if plain_libcst():
         return Codemod.transform_module(AddImportsVisitor(context), module)
@@ -93,9 +116,33 @@ def with_imports_added(module: cst.Module, context: CodemodContext) -> cst.Modul
     end = 1  # the first statement may be a docstring, which the visitor steps over
     while end < len(body) and _is_single_import(body[end]):
         end += 1
-    head = module.with_changes(body=body[: end + 1])
-    new_head = head.visit(AddImportsVisitor(context))
-    return module.with_changes(body=(*new_head.body, *body[end + 1 :]))
+    head = list(body[: end + 1])
+    compound = {
+        index: statement
+        for index, statement in enumerate(head)
+        if isinstance(statement, cst.BaseCompoundStatement)
+    }
+    for index, statement in compound.items():
+        head[index] = _stand_in(statement)
+    new_head = list(module.with_changes(body=head).visit(AddImportsVisitor(context)).body)
+    # The visitor only inserts imports, all of them before the first statement that is not one
+    # (a compound statement never is): each stand-in is as many places further down.
+    added = len(new_head) - len(head)
+    for index, statement in compound.items():
+        lines = new_head[index + added].leading_lines
+        if not _same_nodes(lines, statement.leading_lines):  # (the visitor rebuilds every node)
+            statement = statement.with_changes(leading_lines=lines)
+        new_head[index + added] = statement
+    return module.with_changes(body=(*new_head, *body[end + 1 :]))
+
+
+def _same_nodes(these: Sequence[cst.CSTNode], those: Sequence[cst.CSTNode]) -> bool:
+    return len(these) == len(those) and all(a.deep_equals(b) for a, b in zip(these, those))
+
+
+def _stand_in(statement: cst.BaseCompoundStatement) -> cst.SimpleStatementLine:
+    """A one-word statement with ``statement``'s leading lines, all the visitor reads of it."""
+    return cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=statement.leading_lines)
 
 
 def with_imports_removed(
@@ -268,9 +315,11 @@ def _is_binding(node: ast.AST, name: str) -> bool:
 def _nodes_in_scopes(tree: ast.Module) -> list[tuple[ast.AST, ast.AST]]:
     """(scope, node) for the nodes of ``tree`` and the scope each runs in: the module, or the
     function, class, lambda or comprehension whose body (for a comprehension, its result
-    expressions) holds it. Left out, so that nothing is concluded from them: annotations,
-    ``match`` patterns, decorators, defaults, base classes and a comprehension's ``for`` and
-    ``if`` clauses."""
+    expressions) holds it. A decorator runs in the scope around what it decorates (libcst
+    visits a function's decorators after its body, which changes no order this analysis
+    reads: a scope's own imports are never inside a function it defines). Left out, so that
+    nothing is concluded from them: annotations, ``match`` patterns, defaults, base classes
+    and a comprehension's ``for`` and ``if`` clauses."""
     found: list[tuple[ast.AST, ast.AST]] = []
     stack: list[tuple[ast.AST, ast.AST]] = [(tree, node) for node in tree.body]
     while stack:
@@ -280,6 +329,7 @@ def _nodes_in_scopes(tree: ast.Module) -> list[tuple[ast.AST, ast.AST]]:
         found.append((scope, node))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             stack.extend((node, child) for child in node.body)
+            stack.extend((scope, decorator) for decorator in node.decorator_list)
         elif isinstance(node, ast.Lambda):
             stack.append((node, node.body))
         elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):

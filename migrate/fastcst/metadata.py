@@ -46,7 +46,7 @@ from . import plain_libcst
 from .codegen import Generated, StatementCode, generated_state, module_code
 from .traversal import (
     LAYOUT,
-    children_of,
+    children_reader,
     handled_node_types,
     types_leading_nowhere,
     visit_without_copying,
@@ -700,6 +700,7 @@ def _parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode] | None:
     twice."""
     parents: dict[cst.CSTNode, cst.CSTNode] = {}
     pending: list[cst.CSTNode] = [module]
+    children_of = children_reader()
     while pending:
         node = pending.pop()
         for child in children_of(node):

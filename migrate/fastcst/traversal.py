@@ -18,7 +18,7 @@ import inspect
 import re
 import typing
 from collections import deque
-from typing import Union
+from typing import Callable, Union
 
 import libcst as cst
 import libcst.matchers as m
@@ -238,8 +238,20 @@ def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
 
     libcst's ``children`` rebuilds the node through a visitor to find them; reading the fields
     ``visited_fields`` names is many times cheaper."""
-    if plain_libcst():
-        return list(node.children)
+    return children_reader()(node)
+
+
+def children_reader() -> Callable[[cst.CSTNode], list[cst.CSTNode]]:
+    """``children_of`` for a walk over many nodes: whether the run is on stock libcst is read
+    once, not for each node (reading the environment costs more than reading the fields)."""
+    return _libcst_children if plain_libcst() else _children_from_fields
+
+
+def _libcst_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    return list(node.children)
+
+
+def _children_from_fields(node: cst.CSTNode) -> list[cst.CSTNode]:
     fields = visited_fields(node)
     if fields is None:
         return list(node.children)
@@ -322,7 +334,7 @@ def _skipped_when_none(node: cst.CSTNode, name: str) -> bool:
 def _may_hold_nodes(annotation: object) -> bool:
     """False for a field type that certainly holds no node (a string, a flag, a literal)."""
     if isinstance(annotation, type):
-        return issubclass(annotation, cst.CSTNode) or annotation in (tuple, list, object)
+        return is_node_class(annotation) or annotation in (tuple, list, object)
     if typing.get_origin(annotation) is typing.Literal:
         return False
     arguments = typing.get_args(annotation)
@@ -423,8 +435,16 @@ def _concrete_node_types() -> tuple[type, ...]:
     return tuple(
         c
         for c in vars(cst).values()
-        if isinstance(c, type) and issubclass(c, cst.CSTNode) and not inspect.isabstract(c)
+        if isinstance(c, type) and is_node_class(c) and not inspect.isabstract(c)
     )
+
+
+def is_node_class(cls: type) -> bool:
+    """``issubclass(cls, cst.CSTNode)``, read off the MRO (libcst registers no virtual
+    subclasses): for a class that is no node, ``issubclass`` goes through ABCMeta's search of
+    every subclass of CSTNode, and working out the tables above asked it of about a hundred
+    such classes (40 ms, a tenth of a small project's run)."""
+    return cst.CSTNode in cls.__mro__
 
 
 def _node_classes_in(annotation: object) -> list[type]:
@@ -433,7 +453,7 @@ def _node_classes_in(annotation: object) -> list[type]:
     if annotation in (typing.Any, object):
         return [cst.CSTNode]
     if isinstance(annotation, type):
-        return [annotation] if issubclass(annotation, cst.CSTNode) else []
+        return [annotation] if is_node_class(annotation) else []
     if typing.get_origin(annotation) is typing.Literal:
         return []
     arguments = typing.get_args(annotation)
@@ -464,7 +484,7 @@ def handled_node_types(visitor_type: type) -> frozenset[type]:
         if prefix not in ("visit", "leave") or not rest:
             continue
         node_type = getattr(cst, rest.split("_")[0], None)
-        if not (isinstance(node_type, type) and issubclass(node_type, cst.CSTNode)):
+        if not (isinstance(node_type, type) and is_node_class(node_type)):
             continue
         if own_method(visitor_type, name) is not None:
             handled.add(node_type)

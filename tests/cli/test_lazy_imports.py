@@ -115,3 +115,14 @@ def test_check_imports_the_engine_but_not_the_pr_code_nor_the_verification(tmp_p
         "migrate.verify.session",
     }
     assert not imported, sorted(imported)
+
+
+def test_a_small_project_is_checked_without_worker_processes(tmp_path):
+    """Below ``IN_PROCESS_BELOW_BYTES`` the files are migrated in the CLI's own process,
+    whatever ``--jobs`` says: the process pool's code is not even imported."""
+    for name in ("train.py", "model.py"):
+        (tmp_path / name).write_text(OLD_API, encoding="utf-8")
+    code, modules = _run("check", "--jobs", "2", str(tmp_path), cwd=tmp_path)
+    assert code == 1  # the files would change: they were migrated
+    assert "migrate.engine" in modules
+    assert "concurrent.futures.process" not in modules

@@ -95,3 +95,20 @@ def test_prune_keeps_the_most_recent_entries(project, tmp_path):
         p for p in Path(tmp_path / "cache").rglob("*") if p.is_file() and p.name != ".gitignore"
     ]
     assert len(left) == 2
+
+
+def test_the_code_fingerprint_covers_the_rules_but_not_their_cases():
+    """Every module of ``migrate`` and ``codemods`` decides results; the rules' cases, read by
+    the tests only, are left out (three quarters of the files)."""
+    from migrate import cache
+
+    root = Path(cache.__file__).resolve().parents[1]
+    rules = root / "codemods"
+    hashed = set(cache._python_files(rules, skipped=rules / "cases"))
+    assert rules / "_base.py" in hashed and rules / "tpu101_device_placement.py" in hashed
+    assert set(rules.glob("*.py")) <= hashed
+    cases = list((rules / "cases").rglob("*.py"))
+    assert cases and not hashed.intersection(cases)
+    assert set(cache._python_files(root / "migrate", skipped=rules / "cases")) == {
+        path for path in (root / "migrate").rglob("*.py")
+    }

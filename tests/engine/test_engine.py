@@ -167,7 +167,13 @@ def test_the_first_rule_whose_output_does_not_compile_is_named(project, monkeypa
     assert result.new_text is None
 
 
-def test_parallel_run_gives_the_same_results(project):
+@pytest.fixture
+def pool_for_any_size(monkeypatch):
+    """Runs of more than one job use worker processes however small their files are."""
+    monkeypatch.setattr(engine, "IN_PROCESS_BELOW_BYTES", 0)
+
+
+def test_parallel_run_gives_the_same_results(project, pool_for_any_size):
     files = {f"m{i}.py": OLD_API if i % 2 else "print('no torch here')\n" for i in range(8)}
     root = project(files)
     paths = sorted(root.glob("*.py"))
@@ -177,6 +183,28 @@ def test_parallel_run_gives_the_same_results(project):
     assert serial == sorted(parallel)
 
 
+def _no_pool(*args, **kwargs):
+    raise AssertionError("a worker process was started")
+
+
+def test_small_runs_stay_in_this_process_whatever_the_jobs(project, monkeypatch):
+    """Below ``IN_PROCESS_BELOW_BYTES`` starting workers costs more than it saves: the files
+    are migrated here, in order, and at that size and above a pool is started."""
+    import concurrent.futures
+
+    files = {f"m{i}.py": OLD_API for i in range(4)}
+    root = project(files)
+    paths = sorted(root.glob("*.py"))
+    total = sum(path.stat().st_size for path in paths)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", _no_pool)
+    monkeypatch.setattr(engine, "IN_PROCESS_BELOW_BYTES", total + 1)
+    results = list(migrate_files(paths, ALL, jobs=2))
+    assert [r.path for r in results] == paths and all(r.changed for r in results)
+    monkeypatch.setattr(engine, "IN_PROCESS_BELOW_BYTES", total)
+    with pytest.raises(AssertionError, match="a worker process was started"):
+        list(migrate_files(paths, ALL, jobs=2))
+
+
 def test_the_largest_files_are_started_first_in_small_batches(tmp_path):
     sizes = [5, 700, 40, 40, 9000, 0, 123, 64_000, 1, 2, 3] + [10] * 40
     paths = []
@@ -184,7 +212,7 @@ def test_the_largest_files_are_started_first_in_small_batches(tmp_path):
         paths.append(tmp_path / f"m{i:02}.py")
         paths[-1].write_text("x" * size)
     paths.append(tmp_path / "gone.py")  # vanished before the run: sized 0, reported by the run
-    batches = engine._largest_first_batches(paths, jobs=2)
+    batches = engine._largest_first_batches({path: engine._size(path) for path in paths}, jobs=2)
     in_order = [path for batch in batches for path in batch]
     assert sorted(in_order) == sorted(paths)
     assert [p.stat().st_size if p.exists() else 0 for p in in_order] == sorted(
@@ -326,7 +354,9 @@ def _slow_migration(path, selection, cache=None):
 @pytest.mark.skipif(
     multiprocessing.get_start_method() != "fork", reason="the workers must inherit the stand-in"
 )
-def test_ctrl_c_stops_busy_workers_instead_of_waiting_for_them(tmp_path, monkeypatch):
+def test_ctrl_c_stops_busy_workers_instead_of_waiting_for_them(
+    tmp_path, monkeypatch, pool_for_any_size
+):
     paths = [tmp_path / f"m{i}.py" for i in range(4)]
     for path in paths:
         path.write_text(OLD_API)

@@ -434,6 +434,13 @@ HEADS = [
     "try:\n    import numpy\nexcept ImportError:\n    numpy = None\n",
     "x = 1\nimport torch\n",
     "import os, sys\nimport torch\n\n\ndef f():\n    import torch_xla\n",
+    # compound statements in the head: the visitor sees only the lines above them
+    "import torch\n# the model\nclass M:\n    from torch_xla import runtime\n",
+    "import torch\n\n# the model\n\n@dataclass\nclass M:\n    import os\n",
+    "import torch\n@torch.no_grad()\ndef f():\n    import torch_xla.core.xla_model as xm\n",
+    "class M:\n    import torch\nimport torch_xla\n",
+    '"""doc"""\nif TYPE_CHECKING:\n    import torch_xla\nimport os\n',
+    '"""doc"""\n\nimport os\ntry:\n    import torch_xla\nexcept ImportError:\n    pass\n',
 ]
 WANTED = [
     [("torch_xla", None, None)],
@@ -553,6 +560,12 @@ REMOVALS = [
     (
         "def f():\n    import torch\n\n    @torch.jit\n    def g():\n        pass\n",
         [("torch", None, None)],
+        True,
+    ),
+    ("@torch.jit\ndef f():\n    pass\n\n\nimport torch\n", [("torch", None, None)], False),
+    (
+        "def f():\n    @torch.jit\n    def g():\n        import torch\n",
+        [("torch", None, None)],
         False,
     ),
     (
@@ -586,7 +599,13 @@ REMOVALS = [
     ("import torch\n\n\nclass A:\n    t = torch\n", [("torch", None, None)], True),
     ("import torch\n\nx = [torch for _ in ()]\n", [("torch", None, None)], True),
     ("import torch\n\nx = [1 for _ in torch]\n", [("torch", None, None)], False),
-    ("import torch\n\n\n@torch.jit\ndef f():\n    pass\n", [("torch", None, None)], False),
+    ("import torch\n\n\n@torch.jit\ndef f():\n    pass\n", [("torch", None, None)], True),
+    (
+        "import torch\n\n\nclass A:\n    @torch.no_grad()\n    def f(self):\n        pass\n",
+        [("torch", None, None)],
+        True,
+    ),
+    ("import torch\n\n\n@torch.jit\nclass A:\n    pass\n", [("torch", None, None)], True),
     ("import torch\n\n\ndef f(torch=torch):\n    pass\n", [("torch", None, None)], False),
     ("import torch\n\n\ndef f(torch):\n    return torch\n", [("torch", None, None)], False),
     (
@@ -659,18 +678,24 @@ class _Decorated(m.MatcherDecoratableVisitor):
         self.names += 1
 
 
+class _DecoratedByItsBase(_Decorated):
+    """Decorated through the class it derives from."""
+
+
 def test_visitors_set_up_faster_only_skips_searches_that_find_nothing():
-    """Visitors are set up as libcst does, decorated ones too, and libcst's own set-up is back
-    afterwards; the three private functions are still there to be stood in for."""
+    """Visitors are set up as libcst does, decorated ones too (their decorated methods
+    inherited or not), and libcst's own set-up is back afterwards; the three private functions
+    are still there to be stood in for."""
     from libcst.matchers import _visitors as matcher_visitors
 
     originals = [getattr(matcher_visitors, name) for name in imports._GATHERERS]
     module = cst.parse_module("f(a, b)\nc\n")
     with imports.visitors_set_up_faster():
-        for _ in range(2):  # the second time from what the first found
-            decorated = _Decorated()
-            module.visit(decorated)
-            assert decorated.names == 3  # f, a and b, not c
+        for _ in range(2):  # the second time with each class's functions already looked at
+            for visitor_class in (_Decorated, _DecoratedByItsBase):
+                decorated = visitor_class()
+                module.visit(decorated)
+                assert decorated.names == 3  # f, a and b, not c
             plain = AddImportsVisitor(CodemodContext())
             assert plain._extra_visit_funcs == {} and plain._matchers == {}
     assert [getattr(matcher_visitors, name) for name in imports._GATHERERS] == originals
