@@ -48,6 +48,11 @@ HF_PACKAGES = ("transformers", "trl")
 PACKAGES = ("accelerate", *LIGHTNING_PACKAGES, *HF_PACKAGES)
 
 
+def uses_a_framework(rule: TpuCodemod) -> bool:
+    """Whether the module ``rule`` is on imports Accelerate, Lightning or transformers."""
+    return any(rule.imports_module(package) for package in PACKAGES)
+
+
 @dataclass(frozen=True)
 class FrameworkClass:
     """A framework class, recognised by the first and last parts of its qualified name."""
@@ -131,8 +136,7 @@ class Frameworks:
 
     @classmethod
     def of(cls, rule: TpuCodemod, index: ModuleIndex) -> "Frameworks":
-        active = any(rule.imports_module(package) for package in PACKAGES)
-        return cls(rule, index, active)
+        return cls(rule, index, uses_a_framework(rule))
 
     @property
     def index(self) -> ModuleIndex:

@@ -6,6 +6,8 @@ import libcst as cst
 
 from migrate.fastcst.facts import FileFacts
 from ._base import Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
+from ._frameworks import uses_a_framework
+from ._loops import ModuleIndex
 
 OPTIMIZER_PACKAGE = "torch.optim."
 NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
@@ -58,6 +60,13 @@ class ModelBeforeOptimizer(TpuCodemod):
         return facts.uses(OPTIMIZER_PACKAGE.rstrip(".")) and facts.calls(*PARAMETER_METHODS)
 
     VALID = [
+        Valid(
+            "import torch\nfrom accelerate import Accelerator\n\n"
+            "accelerator = Accelerator()\nmodel = Net()\n"
+            "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "model, optimizer = accelerator.prepare(model, optimizer)\n",
+            why="accelerator.prepare moves the model and points the optimizer at its parameters",
+        ),
         Valid(
             "import torch\n\ndevice = torch.device('cpu')\n"
             "model = Net().to(device)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n",
@@ -147,6 +156,8 @@ class ModelBeforeOptimizer(TpuCodemod):
         self._to_move: set[int] = set()  # ids of model-constructor calls to chain .to() onto
 
     def visit_Module(self, node: cst.Module) -> None:
+        # a model handed to a framework (accelerator.prepare) is the framework's to move
+        self.index = ModuleIndex(self, node) if uses_a_framework(self) else None
         self._scan_block(node.body)
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
@@ -203,6 +214,8 @@ class ModelBeforeOptimizer(TpuCodemod):
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if id(original_node) not in self._to_move:
+            return updated_node
+        if self.index is not None and self.index.frameworks.manages_value(original_node):
             return updated_node
         self.record_rewrite()
         return cst.Call(
