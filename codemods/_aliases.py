@@ -19,6 +19,9 @@ from typing import Iterable
 # old code (still the code of its main part) -> the codes of the rules split off from it, in
 # pipeline order. Data, not code: a split adds a line here.
 ALIASES: dict[str, tuple[str, ...]] = {
+    # device choices; TPU129 drops fused=True of optimizers, TPU128 collapses branches on
+    # availability, TPU127 moves to the device, TPU126 rewrites configured device strings
+    "TPU101": ("TPU126", "TPU127", "TPU128", "TPU129"),
     # wrap loaders in pl.MpDeviceLoader; TPU122 drops the per-batch copies in their loops,
     # TPU123 pin_memory and non_blocking
     "TPU103": ("TPU122", "TPU123"),
