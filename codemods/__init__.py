@@ -29,9 +29,17 @@ TPU110 seeds the XLA RNG only in files that use torch_xla, so it runs after ever
 make a file an XLA script (TPU102's ``xm.optimizer_step``, TPU103's loader, TPU115's closures);
 before them, a file that only the step boundary makes XLA was seeded on the second run.
 
-TPU119 (a device for scripts that have none) runs right after TPU101: a script TPU101 found no
-device code in gets ``device`` and its ``.to(device)`` moves, which the loader and step rules then
-treat like any script's.
+Devices are chosen by what was one rule, TPU101, and runs where it ran, in this order: TPU129 drops
+``fused=True`` of optimizers; TPU128 collapses the branches on CUDA availability, so that a
+``device`` bound in such a branch is bound where TPU127 looks for it; TPU127 moves tensors to the
+device (before TPU101 makes ``torch.device("cuda")`` the XLA device: ``.to(torch.device("cuda"))``
+is a move to ``device``); TPU101 makes the devices a script chooses the XLA device; TPU126 then
+rewrites the configured device strings, past the ones TPU101 made devices. A flag such as
+``use_cuda = torch.cuda.is_available()`` goes with whichever of them takes its last read.
+
+TPU119 (a device for scripts that have none) runs right after TPU126: a script TPU101's parts found
+no device code in gets ``device`` and its ``.to(device)`` moves, which the loader and step rules
+then treat like any script's.
 
 TPU118 (``inference_mode`` -> ``no_grad``) is a local rewrite too; it runs before the loop rules so
 that they see the evaluation regions as ``torch.no_grad()``, the spelling they know.
@@ -82,6 +90,10 @@ from .tpu122_batch_copies import BatchCopies
 from .tpu123_pin_memory import PinMemory
 from .tpu124_progress_bars import ProgressBars
 from .tpu125_meter_values import MeterValues
+from .tpu126_device_strings import DeviceStrings
+from .tpu127_device_moves import DeviceMoves
+from .tpu128_availability_branches import AvailabilityBranches
+from .tpu129_fused_optimizers import FusedOptimizers
 from .tpu131_runtime_ranks import RuntimeRanks
 from .tpu132_ddp_arguments import DdpArguments
 from .tpu133_sampler_replicas import SamplerReplicas
@@ -102,7 +114,11 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     AcceleratePrecision,
     LightningTrainer,
     HfTrainingArguments,
+    FusedOptimizers,
+    AvailabilityBranches,
+    DeviceMoves,
     DevicePlacement,
+    DeviceStrings,
     AdoptDevice,
     ModelBeforeOptimizer,
     MixedPrecision,

@@ -19,6 +19,9 @@ from typing import Iterable
 # old code (still the code of its main part) -> the codes of the rules split off from it, in
 # pipeline order. Data, not code: a split adds a line here.
 ALIASES: dict[str, tuple[str, ...]] = {
+    # device choices; TPU129 drops fused=True of optimizers, TPU128 collapses branches on
+    # availability, TPU127 moves to the device, TPU126 rewrites configured device strings
+    "TPU101": ("TPU126", "TPU127", "TPU128", "TPU129"),
     # fp16 autocast -> bf16 autocast on XLA; TPU137 removes the GradScaler and its uses
     "TPU107": ("TPU137",),
     # NCCL/gloo process groups -> the xla backend; TPU131 rank and world size from the runtime,

@@ -1,5 +1,5 @@
 """Removing, replacing and inserting the statements of a block, with one policy for the comment and
-blank lines around them (TPU101, TPU102, TPU103, TPU104).
+blank lines around them (TPU101 and its parts, TPU102, TPU103, TPU104).
 
 A rule lists ``AppliesStatementEdits`` before ``TpuCodemod`` in its bases and records its edits in
 ``self.edits`` while libcst walks the tree, keyed by the identity of *original* statements (the

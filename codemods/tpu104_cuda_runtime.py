@@ -101,7 +101,7 @@ def _memory_info(key: str) -> Replace:
 
 # Qualified name -> action, for calls and for any other reference to the name.
 CALLS: dict[str, Action] = {
-    "torch.cuda.is_available": Keep(),  # TPU101 rewrites device selection
+    "torch.cuda.is_available": Keep(),  # TPU128 collapses branches on it
     "torch.cuda.synchronize": WAIT_DEVICE_OPS,
     "torch.cuda.empty_cache": Remove(),
     "torch.cuda.reset_peak_memory_stats": Remove(),
@@ -271,7 +271,7 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
           CUDAExtension / CppExtension``, ``import triton``, ``@triton.*`` decorators. The
           kernel cannot run on a TPU; rewrite it with XLA ops or as a Pallas kernel.
 
-        Not handled: ``torch.cuda.is_available()`` (TPU101 owns device selection), ``torch.amp``
+        Not handled: ``torch.cuda.is_available()`` (TPU128 collapses branches on it), ``torch.amp``
         / ``torch.autocast('cuda')`` (a later AMP rule), a trailing same-line comment of a deleted
         statement (it describes the deleted code and goes with it).
 

@@ -64,7 +64,7 @@ ROWS: tuple[Row, ...] = (
         "TPU101",
         "device-placement",
         "semantic",
-        "Choose and use the XLA device instead of CUDA/accelerator/CPU device selection",
+        "Choose the XLA device where a script chooses CUDA, an accelerator or the CPU",
     ),
     (
         "TPU102",
@@ -209,6 +209,30 @@ ROWS: tuple[Row, ...] = (
         "meter-device-values",
         "manual",
         "Report meter objects (AverageMeter) that keep device values the step hands them",
+    ),
+    (
+        "TPU126",
+        "device-strings",
+        "semantic",
+        'Configured device strings and the comparisons with them say "xla" for "cuda"',
+    ),
+    (
+        "TPU127",
+        "device-moves",
+        "semantic",
+        "Move tensors and modules with .to(device) instead of .cuda() / .to('cuda')",
+    ),
+    (
+        "TPU128",
+        "availability-branches",
+        "semantic",
+        "Collapse branches and flags on torch.cuda.is_available() to the accelerator path",
+    ),
+    (
+        "TPU129",
+        "fused-optimizers",
+        "semantic",
+        "Drop fused=True from torch.optim optimizers: XLA tensors have no fused kernel",
     ),
     (
         "TPU131",
@@ -450,6 +474,7 @@ ROWS: tuple[Row, ...] = (
     ),
 )
 ALIASES: dict[str, tuple[str, ...]] = {
+    "TPU101": ("TPU126", "TPU127", "TPU128", "TPU129"),
     "TPU103": ("TPU122", "TPU123"),
     "TPU107": ("TPU137",),
     "TPU108": ("TPU131", "TPU132", "TPU133", "TPU134", "TPU135", "TPU136"),

@@ -419,3 +419,64 @@ def test_tpu117_stands_for_hazard_findings_and_tied_weights(project, capsys):
     assert result.applied == {"TPU139": 1}
     assert main(["explain", "TPU139"]) == 0
     assert "Split off from TPU117" in capsys.readouterr().out
+
+
+DEVICE_SCRIPT = textwrap.dedent("""\
+    import torch
+
+    use_cuda = torch.cuda.is_available()
+    model = Net().cuda()  # tpu-migrate: ignore[TPU101]
+    x = torch.zeros(3, device="cuda")
+    if use_cuda:
+        print("on the accelerator")
+    run_device = "cuda"  # tpu-migrate: ignore[TPU101]
+    opt = torch.optim.AdamW(model.parameters(), fused=True)  # tpu-migrate: ignore[TPU101]
+    """)
+
+
+def test_tpu101_stands_for_choices_strings_moves_branches_and_fused_optimizers():
+    parts = ("TPU101", "TPU126", "TPU127", "TPU128", "TPU129")
+    assert codemods.parts_of("TPU101") == parts
+    order = ["TPU129", "TPU128", "TPU127", "TPU101", "TPU126"]
+    assert [r.CODE for r in codemods.select_rules(["TPU101"])] == order
+    assert set(parts) <= {r.CODE for r in codemods.select_rules(["TPU10"])}
+    assert not {r.CODE for r in codemods.select_rules(ignore=["TPU101"])} & set(parts)
+    assert [r.CODE for r in codemods.select_rules(["TPU101"], ["TPU128"])] == [
+        "TPU129",
+        "TPU127",
+        "TPU101",
+        "TPU126",
+    ]
+
+
+def test_a_tpu101_suppression_keeps_every_part_off_its_statement(project):
+    root = project({"train.py": DEVICE_SCRIPT})
+    result = migrate_file(root / "train.py", Selection.from_options(["TPU101"]))
+    assert result.error is None and result.unused_suppressions == []
+    assert result.new_text.splitlines() == [
+        "import torch",
+        "import torch_xla",
+        "",
+        "model = Net().cuda()  # tpu-migrate: ignore[TPU101]",  # TPU127 kept off
+        "x = torch.zeros(3, device=torch_xla.device())",
+        'print("on the accelerator")',
+        'run_device = "cuda"  # tpu-migrate: ignore[TPU101]',  # TPU126 kept off
+        "opt = torch.optim.AdamW(model.parameters(), fused=True)  # tpu-migrate: ignore[TPU101]",
+    ]
+    assert result.applied == {"TPU128": 2, "TPU127": 1}
+
+
+def test_explain_tpu101_names_its_parts(capsys):
+    assert main(["explain", "TPU101"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("TPU101 device-placement (semantic)\n")
+    assert "TPU101 was split into 5 rules" in out
+    for part in (
+        "TPU126 device-strings",
+        "TPU127 device-moves",
+        "TPU128 availability-branches",
+        "TPU129 fused-optimizers",
+    ):
+        assert f"    {part}: " in out
+    assert main(["explain", "TPU128"]) == 0
+    assert "Split off from TPU101" in capsys.readouterr().out

@@ -42,7 +42,7 @@ HOGWILD = (
 
 
 def test_a_file_a_rule_keeps_off_xla_is_left_to_its_finding(project):
-    """TPU120 reports Hogwild training; the rules after it (TPU101 would rewrite .cuda()) leave
+    """TPU120 reports Hogwild training; the rules after it (TPU127 would rewrite .cuda()) leave
     the file alone: the finding's marker is the only change."""
     root = project({"main.py": HOGWILD, "other.py": "import torch\n\nx = torch.ones(2).cuda()\n"})
     hogwild, other = migrate_files([root / "main.py", root / "other.py"], ALL, jobs=1)
@@ -50,7 +50,7 @@ def test_a_file_a_rule_keeps_off_xla_is_left_to_its_finding(project):
     assert hogwild.applied == {}
     added = set(hogwild.new_text.splitlines()) - set(HOGWILD.splitlines())
     assert len(added) == 1 and added.pop().lstrip().startswith("# TODO(tpu-migrate): TPU291")
-    assert "TPU101" in other.applied  # the next file is migrated as usual
+    assert "TPU127" in other.applied  # the next file is migrated as usual
 
 
 def test_file_without_torch_is_not_parsed(project):

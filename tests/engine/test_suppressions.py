@@ -130,7 +130,7 @@ def test_rule_code_prefix_suppresses_every_rule_on_the_line(project):
         "model = Net().cuda()  # tpu-migrate: ignore[TPU1]",
         "other = Net().to(torch_xla.device())",
     ]
-    assert result.applied == {"TPU101": 1}
+    assert result.applied == {"TPU127": 1}
 
 
 def test_statement_inserted_after_a_suppressed_line_is_not_inserted(project):

@@ -99,7 +99,7 @@ def test_check_fails_on_code_to_migrate_and_says_what_applies(hooks_repo, user_r
     check = hook_report(done.stdout, "tpu-migrate check")
     assert check.splitlines()[0].endswith("Failed"), check
     assert "- exit code: 1" in check
-    assert "needs_migration.py: would apply TPU101 x2" in check
+    assert "needs_migration.py: would apply TPU127 x2" in check
     assert "clean.py:" not in check
     assert "1 file would change, 1 unchanged." in check  # clean.py was checked too
     assert (user_repo / "needs_migration.py").read_text() == NEEDS_MIGRATION
@@ -117,7 +117,7 @@ def test_apply_rewrites_and_check_then_passes_on_clean_code(hooks_repo, user_rep
     apply = hook_report(out, "tpu-migrate apply")
     assert apply.splitlines()[0].endswith("Failed"), apply
     assert "- files were modified by this hook" in apply
-    assert "needs_migration.py: TPU101 x2" in apply
+    assert "needs_migration.py: TPU127 x2" in apply
     migrated = (user_repo / "needs_migration.py").read_text()
     assert ".cuda()" not in migrated and "torch_xla.device()" in migrated
     assert (user_repo / "clean.py").read_text() == CLEAN

@@ -37,7 +37,8 @@ def test_template_override_gets_the_context(make_repo, tpu_migrate, tmp_path):
     )
     assert outcome.code == 0, outcome.err
     expected = (
-        "mig from main: TPU105(1) TPU101(3) TPU104(3); 1 finding(s) [pkg/c.py:4](pkg/c.py#L4)\n"
+        "mig from main: TPU105(1) TPU127(1) TPU101(2) TPU104(3); 1 finding(s) "
+        "[pkg/c.py:4](pkg/c.py#L4)\n"
     )
     assert body.read_text() == expected
     assert expected in outcome.out
@@ -81,9 +82,9 @@ def test_default_body_has_the_table_findings_links_and_tpu_instructions(make_rep
     assert outcome.code == 0, outcome.err
     body = (repo / ".git" / "tpu-migrate" / "mig.md").read_text()
     assert body in outcome.out
-    assert "| file | TPU105 | TPU101 | TPU104 | findings |" in body
-    assert "| `pkg/c.py` |  | 1 |  | 1 |" in body
-    assert "| `a.py` | 2 |  |  |  |" in body
+    assert "| file | TPU105 | TPU127 | TPU101 | TPU104 | findings |" in body
+    assert "| `pkg/c.py` |  | 1 |  |  | 1 |" in body
+    assert "| `a.py` | 2 |  |  |  |  |" in body
     link = "[pkg/c.py:4](pkg/c.py#L4) **TPU201** CUDA streams have no XLA equivalent"
     assert f"- [ ] {link}" in body
     assert "TODO(tpu-migrate): TPU201" in (repo / "pkg/c.py").read_text().splitlines()[3]
@@ -155,8 +156,8 @@ def test_folded_state_goes_into_the_next_rules_commit(tmp_path):
     result = migrate_file(path, selection)
     states = file_states([("c.py", result)], selection)
     codes = selection.rule_codes
-    k = codes.index("TPU101") + 1
-    # As if TPU101's intermediate state could not be made: the rules after it that did nothing
+    k = codes.index("TPU127") + 1
+    # As if TPU127's intermediate state could not be made: the rules after it that did nothing
     # here repeat the state before them, so theirs is missing too.
     missing = states[0].states[k]
     while states[0].states[k] == missing:
@@ -164,6 +165,6 @@ def test_folded_state_goes_into_the_next_rules_commit(tmp_path):
         k += 1
     commits = plan_commits(states, selection)
     assert [c.rule.CODE for c in commits] == ["TPU104"]
-    assert commits[0].folded == {"c.py": ["TPU101"]}
-    assert "with the changes of TPU101" in commits[0].message()
+    assert commits[0].folded == {"c.py": ["TPU127"]}
+    assert "with the changes of TPU127" in commits[0].message()
     assert commits[0].contents["c.py"] == result.new_bytes()

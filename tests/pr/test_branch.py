@@ -76,20 +76,22 @@ def test_one_commit_per_rule_with_code_name_files_and_trailer(make_repo, tpu_mig
     shas = commits(repo)
     assert [subject(repo, sha) for sha in shas] == [
         "TPU105 modernize-torch-xla: 1 file",
-        "TPU101 device-placement: 3 files",
+        "TPU127 device-moves: 1 file",
+        "TPU101 device-placement: 2 files",
         "TPU104 cuda-runtime-calls: 3 files",
     ]
     assert [changed_files(repo, sha) for sha in shas] == [
         ["a.py"],
-        ["b.py", "legacy/old.py", "pkg/c.py"],
+        ["pkg/c.py"],
+        ["b.py", "legacy/old.py"],
         ["b.py", "legacy/old.py", "pkg/c.py"],
     ]
-    message = git(repo, "log", "-1", "--format=%B", shas[2])
+    message = git(repo, "log", "-1", "--format=%B", shas[3])
     rule = codemods.rule_by_code("TPU104")
     assert rule.SUMMARY.split()[0] in message
     assert "  pkg/c.py       1 finding (TODO marker)" in message
     assert "  b.py           1 rewrite" in message
-    trailers = git(repo, "log", "-1", "--format=%(trailers:key=Migrated-by,valueonly)", shas[2])
+    trailers = git(repo, "log", "-1", "--format=%(trailers:key=Migrated-by,valueonly)", shas[3])
     assert trailers.strip() == f"tpu-migrate {__version__}"
     author = git(repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>", shas[0]).strip()
     assert author == "Ada Reviewer <ada@example.com>|Ada Reviewer <ada@example.com>"
@@ -227,7 +229,10 @@ def test_files_outside_the_selection_are_never_touched(make_repo, tpu_migrate):
         repo, "apply", ".", "--branch", "migrate", "--exclude", "legacy", "--select", "TPU101"
     )
     assert outcome.code == 0, outcome.err
-    assert [subject(repo, sha) for sha in commits(repo)] == ["TPU101 device-placement: 2 files"]
+    assert [subject(repo, sha) for sha in commits(repo)] == [
+        "TPU127 device-moves: 1 file",  # TPU101 selects its parts too
+        "TPU101 device-placement: 1 file",
+    ]
     assert git(repo, "diff", "--name-only", "main", "migrate").split() == ["b.py", "pkg/c.py"]
     assert (repo / "legacy/old.py").read_text() == CUDA_DEVICE
     assert (repo / "a.py").read_text() == OLD_API
@@ -263,7 +268,7 @@ def test_detached_head_names_the_commit_to_go_back_to(make_repo, tpu_migrate):
     outcome = tpu_migrate(repo, "apply", ".", "--branch", "migrate")
     assert outcome.code == 0, outcome.err
     assert f"go back:           git checkout {head}" in outcome.err
-    assert len(commits(repo, head)) == 3
+    assert len(commits(repo, head)) == 4
 
 
 def test_the_repository_configuration_selects_the_rules_of_the_branch(make_repo, tpu_migrate):
@@ -277,6 +282,7 @@ def test_the_repository_configuration_selects_the_rules_of_the_branch(make_repo,
     assert outcome.code == 0, outcome.err
     assert [subject(repo, sha) for sha in commits(repo)] == [
         "TPU105 modernize-torch-xla: 1 file",
-        "TPU101 device-placement: 2 files",
+        "TPU127 device-moves: 1 file",
+        "TPU101 device-placement: 1 file",
     ]
     assert git(repo, "show", "HEAD:legacy/old.py") == CUDA_DEVICE

@@ -72,7 +72,7 @@ def test_open_pr_pushes_and_calls_gh_pr_create(
             "pr",
             "create",
             "--title",
-            "Migrate to torch_xla (TPU): 3 rules, 4 files",
+            "Migrate to torch_xla (TPU): 4 rules, 4 files",
             "--body-file",
             str(body),
             "--head",
@@ -97,7 +97,7 @@ def test_without_gh_the_exact_commands_are_printed(
     body = repo / ".git" / "tpu-migrate" / "migrate.md"
     command = (
         "git push --set-upstream origin migrate && gh pr create --title "
-        + shlex.quote("Migrate to torch_xla (TPU): 3 rules, 4 files")
+        + shlex.quote("Migrate to torch_xla (TPU): 4 rules, 4 files")
         + f" --body-file {body} --head migrate --base main"
     )
     assert f"  {command}\n" in outcome.err

@@ -16,8 +16,8 @@ from migrate.report import RunSummary, Statistics
 
 SCHEMA = json.loads((Path(__file__).parent / "sarif-schema-2.1.0.json").read_text())
 
-# Known numbers: TPU101 rewrites the device and .cuda() (2), TPU104 the synchronize (1); the
-# stream is a finding (TPU201) and the cudnn flag a rewrite suppressed by its comment: 3 / 4.
+# Known numbers: TPU101 rewrites the device (1), TPU127 .cuda() (1), TPU104 the synchronize (1);
+# the stream is a finding (TPU201) and the cudnn flag a rewrite suppressed by its comment: 3 / 4.
 TRAIN = """\
 import torch
 
@@ -54,14 +54,14 @@ def test_statistics_of_a_known_file(project):
     root = project({"train.py": TRAIN})
     result = migrate_file(root / "train.py", Selection.from_options())
     stats = Statistics.of(result)
-    assert dict(stats.rewrites) == {"TPU101": 2, "TPU104": 1}
+    assert dict(stats.rewrites) == {"TPU101": 1, "TPU127": 1, "TPU104": 1}
     assert dict(stats.findings) == {"TPU201": 1}
     assert (stats.rewritten, stats.left, stats.constructs) == (3, 1, 4)
     assert stats.migrated_percent == 75.0
     assert Statistics().migrated_percent is None and Statistics().percent_text() == "n/a"
     summary = RunSummary.of([result, result])
     assert summary.statistics.to_dict() == {
-        "rewrites": {"TPU101": 4, "TPU104": 2},
+        "rewrites": {"TPU101": 2, "TPU104": 2, "TPU127": 2},
         "findings": {"TPU201": 2},
         "constructs": 8,
         "migrated_percent": 75.0,
@@ -82,7 +82,7 @@ def test_json_report_has_statistics_per_file_and_in_total(checked, capsys):
     document = json.loads(out)
     files = {f["path"]: f for f in document["files"]}
     assert files["pkg/train.py"]["statistics"] == {
-        "rewrites": {"TPU101": 2, "TPU104": 1},
+        "rewrites": {"TPU101": 1, "TPU104": 1, "TPU127": 1},
         "findings": {"TPU201": 1},
         "constructs": 4,
         "migrated_percent": 75.0,
@@ -99,8 +99,8 @@ def test_markdown_report(checked, capsys):
     assert out.startswith("# tpu-migrate check\n")
     assert "**Migrated: 75%** of 4 torch constructs: 3 rewritten" in out
     assert "| file | rewrites | findings left | migrated |" in out
-    assert "| `pkg/train.py` | TPU101 x2, TPU104 x1 | TPU201 x1 | 75% |\n" in out
-    assert "| **total** | TPU101 x2, TPU104 x1 | TPU201 x1 | 75% |\n" in out
+    assert "| `pkg/train.py` | TPU101 x1, TPU104 x1, TPU127 x1 | TPU201 x1 | 75% |\n" in out
+    assert "| **total** | TPU101 x1, TPU104 x1, TPU127 x1 | TPU201 x1 | 75% |\n" in out
     assert "done.py" not in out  # nothing to migrate there
     assert (
         "- `pkg/train.py:6:5` **TPU201** CUDA streams have no XLA equivalent; "
@@ -179,9 +179,12 @@ def test_sarif_results_locations_and_statistics(checked, capsys):
     def regions(code: str) -> list[dict]:
         return [r["locations"][0]["physicalLocation"]["region"] for r in by_rule[code]]
 
-    assert regions("TPU101") == [{"startLine": 3, "startColumn": 1, "endLine": 4}]
+    assert regions("TPU101") == [{"startLine": 3, "startColumn": 1, "endLine": 3}]
+    assert regions("TPU127") == [{"startLine": 4, "startColumn": 1, "endLine": 4}]
     assert regions("TPU104") == [{"startLine": 5, "startColumn": 1, "endLine": 5}]
-    assert all(r["level"] == "note" for r in by_rule["TPU101"] + by_rule["TPU104"])
+    assert all(
+        r["level"] == "note" for code in ("TPU101", "TPU127", "TPU104") for r in by_rule[code]
+    )
     assert regions("unused-suppression") == [{"startLine": 8, "startColumn": 8}]
     [error] = run["invocations"][0]["toolExecutionNotifications"]
     assert error["level"] == "error" and error["message"]["text"].startswith("syntax error")
@@ -192,7 +195,11 @@ def test_sarif_results_locations_and_statistics(checked, capsys):
     statistics = run["properties"]["statistics"]
     assert (statistics["constructs"], statistics["migrated_percent"]) == (4, 75.0)
     artifact = {a["location"]["uri"]: a for a in run["artifacts"]}["pkg/train.py"]
-    assert artifact["properties"]["statistics"]["rewrites"] == {"TPU101": 2, "TPU104": 1}
+    assert artifact["properties"]["statistics"]["rewrites"] == {
+        "TPU101": 1,
+        "TPU104": 1,
+        "TPU127": 1,
+    }
 
 
 def test_sarif_of_a_clean_run_is_valid_too(project, capsys, monkeypatch):

@@ -1,15 +1,14 @@
+import os
+
 import torch
 import torch_xla
 
 
-def main_worker(gpu, args):
-    model = build()
-    model.to(torch_xla.device())
-    device = torch_xla.device()
-    criterion = nn.CrossEntropyLoss().to(device)
+def resolve_device(name=os.environ.get("DEVICE", "auto")):
+    if name == "auto":
+        return torch_xla.device()
+    return name
 
 
-def train(loader, model, device):
-    for images, target in loader:
-        images = images.to(device)
-        target = target.to(device)
+def get_device():
+    return torch_xla.device()

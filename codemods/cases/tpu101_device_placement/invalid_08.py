@@ -1,22 +1,13 @@
+import os
+
 import torch
 
 
-def main_worker(gpu, args):
-    model = build()
-    model.cuda(args.gpu)
-    if torch.cuda.is_available():
-        if args.gpu:
-            device = torch.device('cuda:{}'.format(args.gpu))
-        else:
-            device = torch.device("cuda")
-    elif torch.backends.mps.is_available():
-        device = torch.device("mps")
-    else:
-        device = torch.device("cpu")
-    criterion = nn.CrossEntropyLoss().cuda(args.gpu)
+def resolve_device(name=os.environ.get("DEVICE", "auto")):
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return name
 
 
-def train(loader, model, device):
-    for images, target in loader:
-        images = images.cuda(args.gpu, non_blocking=True)
-        target = target.to('cuda', non_blocking=True)
+def get_device():
+    return torch.device("cuda")

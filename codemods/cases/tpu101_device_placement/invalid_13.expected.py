@@ -1,20 +1,11 @@
-from dataclasses import dataclass
-
 import torch
 import torch_xla
 
 
-@dataclass
-class TrainConfig:
-    device: str = "xla"
-    lr: float = 1e-3
+def to_device(batch):
+    return [t.to(device) for t in batch]
 
 
-config = {"device": "xla", "backend": "cuda"}
-config["device"] = "xla"
-run = Trainer(device='xla', name='cuda')
-
-
-def evaluate(model, eval_device="xla"):
-    if "xla" in str(eval_device) or eval_device.type in ("xla", "mps"):
-        model.half()
+device = torch_xla.device()
+if device.type == "cuda":
+    torch.backends.cudnn.benchmark = True

@@ -1,19 +1,10 @@
-from dataclasses import dataclass
-
 import torch
 
 
-@dataclass
-class TrainConfig:
-    device: str = "cuda"
-    lr: float = 1e-3
+def to_device(batch):
+    return [t.to(device) for t in batch]
 
 
-config = {"device": "cuda:0", "backend": "cuda"}
-config["device"] = "cuda"
-run = Trainer(device='cuda', name='cuda')
-
-
-def evaluate(model, eval_device="cuda"):
-    if "cuda" in str(eval_device) or eval_device.type in ("cuda", "mps"):
-        model.half()
+device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+if device.type == "cuda":
+    torch.backends.cudnn.benchmark = True

@@ -1,14 +1,9 @@
-import os
-
 import torch
 import torch_xla
 
-
-def resolve_device(name=os.environ.get("DEVICE", "auto")):
-    if name == "auto":
-        return torch_xla.device()
-    return name
-
-
-def get_device():
-    return torch_xla.device()
+use_cuda = torch.cuda.is_available()
+device = torch_xla.device()
+opt = torch.optim.AdamW(params, fused=use_cuda)
+extra = {'fused': True} if use_cuda else {}
+name = torch_xla.device()
+adam = torch.optim.Adam(params, fused=name.type == 'cuda')

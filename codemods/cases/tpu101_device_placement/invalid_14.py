@@ -1,19 +1,8 @@
-import os
-import warnings
-
 import torch
 
-
-def resolve_device(name=os.environ.get("DEVICE", "auto")):
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return name
-
-
-def get_device():
-    if torch.cuda.is_available():
-        return torch.device("cuda")
-    if torch.backends.mps.is_available():
-        return torch.device("mps")
-    warnings.warn("no GPU, falling back to the CPU")
-    return torch.device("cpu")
+use_cuda = torch.cuda.is_available()
+device = torch.device('cuda' if use_cuda else 'cpu')
+opt = torch.optim.AdamW(params, fused=use_cuda)
+extra = {'fused': True} if use_cuda else {}
+name = 'cuda' if torch.cuda.is_available() else 'cpu'
+adam = torch.optim.Adam(params, fused=name == 'cuda')

@@ -1,0 +1,6 @@
+import torch
+import torch_xla
+
+device = "xla"
+kind = "xla"
+dev = torch_xla.device()

@@ -1,0 +1,9 @@
+import torch
+import torch_xla
+
+dev = torch.device('cuda' if args.device == 'cuda' else 'cpu')
+device_type = 'cpu' if device == 'cpu' else 'cuda'
+kind = "cuda" if cfg.device.startswith("cuda") else "cpu"
+rank_device = f'cuda:{rank}' if 'cuda' in str(device) else 'cpu'
+x = x.to('cuda' if args.device != 'cpu' else 'cpu')
+y = torch_xla.device() if args.device.type in ('cuda', 'mps') else torch.device('cpu')

@@ -1,0 +1,19 @@
+import argparse
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument('--device', default='cuda')
+args = parser.parse_args()
+device = torch.device(args.device)
+opt = torch.optim.AdamW(
+    params, lr=1e-3, fused=device.type == 'cuda', foreach=device.type == 'cuda'
+)
+sgd = torch.optim.SGD(params, lr=0.1)
+adam = torch.optim.Adam(params,)
+kwargs = {'fused': 'cuda' in args.device}
+if args.device.startswith('cuda'):
+    kwargs['fused'] = True
+use_fused = torch.cuda.is_available()
+extra = dict(fused=True) if torch.cuda.is_available() else {}
+if device.type == 'cuda':
+    torch.backends.cudnn.benchmark = True

@@ -1,0 +1,7 @@
+import torch
+
+args.cuda = not args.no_cuda
+if args.cuda:
+    torch.cuda.manual_seed(args.seed)
+loader = DataLoader(ds, pin_memory=args.cuda)
+if args.cuda: model.cuda()

@@ -1,0 +1,18 @@
+import torch
+import torch_xla
+
+
+def main_worker(gpu, args):
+    model = build()
+    model.to(torch_xla.device())
+    if args.gpu:
+        device = torch.device('cuda:{}'.format(args.gpu))
+    else:
+        device = torch.device("cuda")
+    criterion = nn.CrossEntropyLoss().to(device)
+
+
+def train(loader, model, device):
+    for images, target in loader:
+        images = images.to(device)
+        target = target.to(device)

@@ -1,0 +1,5 @@
+import torch
+
+# pick the device
+device = torch.device("cuda")
+model = Net().to(device)

@@ -1,0 +1,8 @@
+import torch
+
+def setup(args):
+    use_cuda = torch.cuda.is_available()
+    print('cuda:', use_cuda)
+    torch.backends.cudnn.benchmark = True
+    num_workers = 4
+    return num_workers
