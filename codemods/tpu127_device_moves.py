@@ -10,6 +10,8 @@ from libcst.metadata import ScopeProvider
 from migrate.fastcst.facts import FileFacts
 from ._base import Invalid, Safety, TpuCodemod, Valid, dotted_name, walk_all
 from ._device_analysis import DeviceAnalysis
+from ._frameworks import uses_a_framework
+from ._loops import ModuleIndex
 from ._devices import (
     CURRENT_ACCELERATOR,
     Collector,
@@ -45,6 +47,11 @@ class DeviceMoves(DeviceAnalysis, TpuCodemod):
           ``"cuda" if use_cuda else "cpu"``.
         - ``.cuda(gpu, non_blocking=True)`` loses its GPU index and ``non_blocking``;
           ``.to("cuda", non_blocking=True)`` loses ``non_blocking`` with the CUDA device.
+        - In framework code the device is the framework's: ``self.device`` in a
+          ``LightningModule``'s methods, ``self.args.device`` in a ``Trainer`` subclass's,
+          ``accelerator.device`` (``fabric.device``) where the script's accelerator is in
+          reach. A model handed to Lightning's ``trainer.fit`` or to a Hugging Face ``Trainer``
+          is not moved at all (``model = model.cuda()`` goes): the framework moves it.
 
         Split off from TPU101 (``TPU101`` still names it in selections, suppressions and
         options). It runs after TPU128, so that a ``device`` bound in a branch on
@@ -113,6 +120,12 @@ class DeviceMoves(DeviceAnalysis, TpuCodemod):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._self_device_lines: dict[int, Optional[int]] = {}
+        self.index: Optional[ModuleIndex] = None  # only where a training framework is imported
+
+    def visit_Module(self, node: cst.Module) -> bool:
+        active = super().visit_Module(node)
+        self.index = ModuleIndex(self, node) if active and uses_a_framework(self) else None
+        return active
 
     def _planned_drops(self, collector: Collector) -> Trace:
         """The device choices among what the moves replace or drop: a flag they read goes with
@@ -180,9 +193,12 @@ class DeviceMoves(DeviceAnalysis, TpuCodemod):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if not self._active:
             return updated_node
-        if self._cuda_target(original_node) is not None:
+        cuda_method = self._cuda_target(original_node) is not None
+        target = None if cuda_method else self._move_target(original_node)
+        if (cuda_method or target is not None) and self._framework_moves(original_node):
+            return self._drop_move(original_node, updated_node)
+        if cuda_method:
             return self._cuda_method(original_node, updated_node)
-        target = self._move_target(original_node)
         if target is not None:
             return self._move(original_node, updated_node, target)
         moved = {id(arg) for arg in self._cuda_device_keywords(original_node)}
@@ -228,11 +244,43 @@ class DeviceMoves(DeviceAnalysis, TpuCodemod):
                 args.append(new)
         return with_args(updated, args)
 
+    # ----------------------------------------------------------------- framework objects
+    def _framework_moves(self, move: cst.Call) -> bool:
+        """``move`` (``x.cuda()``, ``x.to("cuda")``) moves an object a framework puts on the
+        device itself (the model a ``Trainer`` or ``trainer.fit`` takes), where no device of
+        the framework's is at hand to move it to."""
+        if self.index is None or not isinstance(move.func, cst.Attribute):
+            return False
+        frameworks = self.index.frameworks
+        if frameworks.device_for(move) is not None:
+            return False
+        return bool(frameworks.manages(move.func.value) or frameworks.manages_value(move))
+
+    def _drop_move(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """``Net().cuda()`` -> ``Net()``; ``model = model.cuda()`` goes whole."""
+        self.record_rewrite()
+        moved = updated.func.value  # type: ignore[attr-defined]
+        assign = self.index.parent(original)
+        line = self.index.parent(assign)
+        if (
+            isinstance(assign, cst.Assign)
+            and isinstance(line, cst.SimpleStatementLine)
+            and len(line.body) == 1
+            and [dotted_name(t.target) for t in assign.targets]
+            == [dotted_name(original.func.value)]  # type: ignore[attr-defined]
+        ):
+            self.edits.remove(line)
+        return moved
+
     # ----------------------------------------------------------------- the device
     def _device_for(self, node: cst.CSTNode) -> cst.BaseExpression:
-        """How code at ``node`` names the XLA device: ``device`` once bound there,
-        ``self.device`` in a method of a class whose ``__init__`` set it, else
+        """How code at ``node`` names the XLA device: the framework's device in framework code
+        (``self.device`` in a LightningModule, ``accelerator.device``), ``device`` once bound
+        there, ``self.device`` in a method of a class whose ``__init__`` set it, else
         ``torch_xla.device()``."""
+        framework_device = self.index.frameworks.device_for(node) if self.index else None
+        if framework_device is not None:
+            return framework_device
         if self._device_bound_before(node):
             return self.device_expression(node)
         if self._self_device_visible(node):
