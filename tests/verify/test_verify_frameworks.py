@@ -1,7 +1,7 @@
 """`tpu-migrate verify` on framework-managed scripts (Accelerate, the Hugging Face Trainer,
-Lightning): the original takes the framework's GPU path on the CPU, the migrated its XLA path on
-XLA:CPU, and what the framework does differently between the two paths is held equal
-(bootstrap/_tpu_migrate_verify/frameworks.py)."""
+Lightning): the fixtures' originals against their golden migrations. The original takes the
+framework's GPU path on the CPU, the migrated its XLA path on XLA:CPU, and what the framework does
+differently between the two paths is held equal (bootstrap/_tpu_migrate_verify/frameworks.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from tests.verify.helpers import script
+from tests.fixtures.goldens import FIXTURES, all_fixtures
 
 pytestmark = [pytest.mark.xla, pytest.mark.usefixtures("xla_available")]
 
@@ -17,11 +17,11 @@ ONE_AUTOCAST_REGION_OFF_EACH_SIDE = (
     "autocast disabled on both sides for an fp32 comparison: 1 region(s) in the original run, "
     "1 in the migrated run"
 )
-# script stem -> (its framework's package, the default of its --lr flag)
+# fixture -> (its framework's package, where its golden migration sets the learning rate)
 FRAMEWORKS = {
-    "accelerate": ("accelerate", "2e-3"),
-    "hf_trainer": ("transformers", "1e-3"),
-    "lightning": ("lightning", "1e-2"),
+    "accelerate_classifier": ("accelerate", '"--lr", type=float, default=2e-3'),
+    "hf_trainer_bert": ("transformers", "learning_rate=5e-4"),
+    "lightning_classifier": ("lightning", '"--lr", type=float, default=1e-3'),
 }
 
 
@@ -30,19 +30,33 @@ def offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the model is built from a config: no download
 
 
-def _framework(stem: str) -> None:
+def _fixture(name: str):
     # CI installs the frameworks extra: a skip there would hide a failure
     if not os.environ.get("CI"):
-        pytest.importorskip(FRAMEWORKS[stem][0])
+        pytest.importorskip(FRAMEWORKS[name][0])
+    return next(f for f in all_fixtures() if f.name == name)
 
 
-def _equivalent(verify_cli, stem: str) -> tuple[dict, str]:
-    """Verify SCRIPT_cuda.py against SCRIPT_xla.py: equivalent, the original (and its noise runs)
-    on the CPU, the migrated run on XLA. The result, and its notes as one text."""
-    _framework(stem)
-    outcome = verify_cli(
-        script(f"{stem}_cuda.py"), "--migrated", script(f"{stem}_xla.py"), "--steps", "4"
+def _verify(verify_cli, name: str, migrated: str | None = None, *options: str):
+    """Verify the fixture's original against ``migrated`` (its golden migration by default)."""
+    fixture = _fixture(name)
+    script = fixture.run["script"]
+    return verify_cli(
+        str(fixture.before / script),
+        "--migrated",
+        migrated or str(fixture.after / script),
+        "--cwd",
+        str(fixture.before),
+        *options,
+        "--",
+        *fixture.run["args"],
     )
+
+
+def _equivalent(verify_cli, name: str) -> tuple[dict, str]:
+    """The golden migration is equivalent: the original (and its noise runs) on the CPU, the
+    migrated run on XLA. The result, and its notes as one text."""
+    outcome = _verify(verify_cli, name, None, "--steps", "4")
     assert outcome.code == 0, outcome.out + outcome.err
     result = outcome.result
     assert result["verdict"] == "equivalent"
@@ -56,7 +70,7 @@ def _equivalent(verify_cli, stem: str) -> tuple[dict, str]:
 
 
 def test_accelerate_script_is_equivalent_with_the_shuffle_aligned(verify_cli):
-    _, notes = _equivalent(verify_cli, "accelerate")
+    _, notes = _equivalent(verify_cli, "accelerate_classifier")
     assert "the original run had USE_TORCH_XLA=0" in notes
     assert "the original run seeded its 1 shuffling loader(s) as on XLA" in notes
     assert "nccl->gloo" in notes  # Accelerate's multi-GPU path, at world size 1
@@ -65,7 +79,7 @@ def test_accelerate_script_is_equivalent_with_the_shuffle_aligned(verify_cli):
 
 def test_hf_trainer_script_is_equivalent(verify_cli):
     """fp16 and the fused AdamW on the CPU (CUDA mapped) against bf16 and AdamW on XLA."""
-    result, notes = _equivalent(verify_cli, "hf_trainer")
+    result, notes = _equivalent(verify_cli, "hf_trainer_bert")
     assert result["params"]["count"] > 30  # every BERT tensor the optimizer steps
     assert "the original run had USE_TORCH_XLA=0" in notes
     assert "the original run seeded its 1 shuffling loader(s) as on XLA" in notes
@@ -76,25 +90,22 @@ def test_hf_trainer_script_is_equivalent(verify_cli):
 def test_lightning_script_is_equivalent_on_the_tpu_path(verify_cli):
     """accelerator="tpu" on XLA:CPU: the TPU device count stood in, bf16-true storage off for the
     fp32 comparison, the original's DDP over one device run as one device."""
-    _, notes = _equivalent(verify_cli, "lightning")
+    _, notes = _equivalent(verify_cli, "lightning_classifier")
     assert "tpu.num_available_devices" in notes
     assert "Lightning's bf16-true/16-true on XLA" in notes and "switched off" in notes
     assert "Lightning's DDP strategy over the original run's one device" in notes
     assert "autocast disabled on both sides" in notes  # the original's 16-mixed
 
 
-@pytest.mark.parametrize("stem", sorted(FRAMEWORKS))
-def test_framework_migration_with_another_learning_rate_is_different(verify_cli, tmp_path, stem):
-    _framework(stem)
-    lr = FRAMEWORKS[stem][1]
-    migrated = tmp_path / f"{stem}_xla.py"
-    text = open(script(f"{stem}_xla.py"), encoding="utf-8").read()
-    flag = f'"--lr", type=float, default={lr}'
-    assert flag in text
-    migrated.write_text(text.replace(flag, f'"--lr", type=float, default={lr} * 1.5'))
-    outcome = verify_cli(
-        script(f"{stem}_cuda.py"), "--migrated", str(migrated), "--steps", "3", "--noise-runs", "1"
-    )
+@pytest.mark.parametrize("name", sorted(FRAMEWORKS))
+def test_framework_migration_with_another_learning_rate_is_different(verify_cli, tmp_path, name):
+    golden = FIXTURES / name / "after" / "train.py"
+    setting = FRAMEWORKS[name][1]
+    text = golden.read_text(encoding="utf-8")
+    assert setting in text
+    migrated = tmp_path / "train.py"
+    migrated.write_text(text.replace(setting, f"{setting} * 1.5"), encoding="utf-8")
+    outcome = _verify(verify_cli, name, str(migrated), "--steps", "3", "--noise-runs", "1")
     assert outcome.code == 1, outcome.out + outcome.err
     assert outcome.result["verdict"] == "different"
     assert outcome.result["first_diverging_step"] == 2  # step 1's loss comes before any update
