@@ -61,6 +61,8 @@ class StepBoundary(AppliesStatementEdits, TpuCodemod):
           other ``step`` methods are left alone. When the file wraps the model in DDP, FSDP
           (torch or torch_xla) or uses ZeRO, ``optimizer.step()`` stays: gradients are already
           reduced there.
+          So does the step of an optimizer a training framework manages (Accelerate's prepared
+          optimizer, a ``LightningModule``'s, the HF ``Trainer``'s): it steps on XLA itself.
         - The training loop (the innermost ``for``/``while`` around a ``.backward()``,
           ``torch.autograd.grad/backward``, an optimizer step, or a call of a function of this
           file that steps an optimizer; loops over parameters, gradients or optimizers do not

@@ -6,7 +6,7 @@ import libcst as cst
 
 from migrate.fastcst.facts import FileFacts
 from ._base import Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
-from ._frameworks import uses_a_framework
+from ._frameworks import ACCELERATE, uses_a_framework
 from ._loops import ModuleIndex
 
 OPTIMIZER_PACKAGE = "torch.optim."
@@ -24,6 +24,8 @@ class ModelBeforeOptimizer(TpuCodemod):
         there, else ``torch_xla.device()``). Parameter groups built from
         ``model.named_parameters()`` count too. A later ``model.to(device)`` becomes a no-op and
         is left in place.
+        A model handed to ``accelerator.prepare(...)`` is left as it is: prepare moves it and
+        points the prepared optimizer at the moved parameters.
 
     Why
         On CUDA, ``module.to(device)`` swaps each parameter's data in place, so an optimizer built
@@ -156,7 +158,8 @@ class ModelBeforeOptimizer(TpuCodemod):
         self._to_move: set[int] = set()  # ids of model-constructor calls to chain .to() onto
 
     def visit_Module(self, node: cst.Module) -> None:
-        # a model handed to a framework (accelerator.prepare) is the framework's to move
+        # accelerator.prepare moves a model and points its optimizer at the moved parameters;
+        # the HF Trainer and Lightning's Fabric want the model on the device before the optimizer
         self.index = ModuleIndex(self, node) if uses_a_framework(self) else None
         self._scan_block(node.body)
 
@@ -215,7 +218,10 @@ class ModelBeforeOptimizer(TpuCodemod):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if id(original_node) not in self._to_move:
             return updated_node
-        if self.index is not None and self.index.frameworks.manages_value(original_node):
+        if (
+            self.index is not None
+            and self.index.frameworks.manages_value(original_node) == ACCELERATE
+        ):
             return updated_node
         self.record_rewrite()
         return cst.Call(
