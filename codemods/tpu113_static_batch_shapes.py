@@ -331,12 +331,7 @@ class StaticBatchShapes(TpuCodemod):
     def _flag_framework_loader(self, call: cst.Call, framework: str) -> None:
         """A training loader a framework iterates: it batches on its own terms (Lightning and
         Accelerate re-create the loader with their samplers), so drop_last is not set for it."""
-        arguments = self._arguments(call)
-        if arguments is not None and (
-            "drop_last" in arguments
-            or "batch_sampler" in arguments
-            or not _batches_several(arguments)
-        ):
+        if _no_partial_batch_to_report(self._arguments(call)):
             return
         self.flag(
             call,
@@ -346,12 +341,7 @@ class StaticBatchShapes(TpuCodemod):
         )
 
     def _plan_eval_loader(self, call: cst.Call) -> None:
-        arguments = self._arguments(call)
-        if arguments is not None and (
-            "drop_last" in arguments
-            or "batch_sampler" in arguments
-            or not _batches_several(arguments)
-        ):
+        if _no_partial_batch_to_report(self._arguments(call)):
             return
         self.flag(
             call,
@@ -494,3 +484,11 @@ def _words_of(node: cst.CSTNode) -> set[str]:
     if name is None:
         return set()
     return {word for part in name.split(".") for word in identifier_words(part)}
+
+
+def _no_partial_batch_to_report(arguments) -> bool:
+    """The loader decides about its last batch itself (``drop_last``, a batch sampler), or its
+    batches of one sample are never partial; None: arguments this rule cannot read."""
+    return arguments is not None and (
+        "drop_last" in arguments or "batch_sampler" in arguments or not _batches_several(arguments)
+    )
