@@ -16,8 +16,6 @@ from typing import Optional
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from migrate.fastcst.traversal import visit_without_copying
-
 from ._base import TORCH_XLA, dotted_name, walk_all
 from ._devices import (
     ACCELERATOR_TESTS,
@@ -32,6 +30,7 @@ from ._devices import (
     Verdict,
     argument,
     chain,
+    collect,
     compares_device_string,
     cuda_literal,
     inline_block,
@@ -68,8 +67,7 @@ class DeviceAnalysis(AppliesStatementEdits):
     def visit_Module(self, node: cst.Module) -> bool:
         if not self.imports_module("torch"):
             return False
-        collector = Collector()
-        visit_without_copying(node, collector)
+        collector = collect(node)
         self._active = not collector.defines_cuda_api
         if not self._active:
             return False
