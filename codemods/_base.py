@@ -10,6 +10,7 @@ at the end.
 from __future__ import annotations
 
 import enum
+import functools
 import re
 import textwrap
 from collections import Counter
@@ -35,7 +36,6 @@ from migrate.fastcst.traversal import (
     children_of,
     children_reader,
     handled_node_types,
-    is_expression_type,
     own_method,
     types_leading_nowhere,
     visit_without_copying,
@@ -768,8 +768,10 @@ def _module_level_imports(module: cst.Module | None) -> list[str] | bool:
     declared_global: set[str] = set()
     bound_by_imports: set[str] = set()
     module_level: list[str] = []
-    # One walk over the statements (imports and ``global`` are never inside an expression);
-    # ``nested``: inside a function or class, whose imports the module scope does not bind.
+    # One walk over the blocks and statements, the only nodes that can hold an import or a
+    # ``global``; ``nested``: inside a function or class, whose imports the module scope does
+    # not bind.
+    unentered = _holding_no_import()
     pending: list[tuple[cst.CSTNode, bool]] = [(module, False)]
     children_of = children_reader()
     while pending:
@@ -783,13 +785,18 @@ def _module_level_imports(module: cst.Module | None) -> list[str] | bool:
             continue
         inner = nested or type(node) in (cst.FunctionDef, cst.ClassDef)
         pending.extend(
-            (child, inner)
-            for child in reversed(children_of(node))
-            if not is_expression_type(type(child))
+            (child, inner) for child in reversed(children_of(node)) if type(child) not in unentered
         )
     if not declared_global.isdisjoint(bound_by_imports):
         return False
     return module_level
+
+
+@functools.cache
+def _holding_no_import() -> frozenset[type]:
+    """The node types that can hold no import and no ``global`` (expressions, parameters,
+    whitespace...): ``_module_level_imports`` does not enter them."""
+    return types_leading_nowhere(frozenset({cst.Global, cst.Import, cst.ImportFrom}))
 
 
 def _bound_names(node: cst.Import | cst.ImportFrom) -> list[str]:

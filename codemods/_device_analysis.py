@@ -2,21 +2,24 @@
 nodes decide an optimizer option XLA lacks, which device strings become devices, and which
 expressions are device choices.
 
-Each rule analyses its own input (``DeviceAnalysis.visit_Module``), in pipeline order: TPU129
-(fused optimizers), TPU128 (availability branches), TPU127 (device moves), TPU101 (device
-choices), TPU126 (device strings). A flag such as ``use_cuda = torch.cuda.is_available()`` goes
-with the rewrite that takes its last read (``_planned_drops``), whichever rule that is; an ``if``
-whose arms a rule made identical keeps one of them (``_merge_identical_arms``).
+Each rule reads the analysis of its own input (``DeviceAnalysis.visit_Module``), in pipeline
+order: TPU129 (fused optimizers), TPU128 (availability branches), TPU127 (device moves), TPU101
+(device choices), TPU126 (device strings). The analysis depends on the tree alone, so a rule
+given the tree the rule before it analysed (it changed nothing) takes that analysis
+(``FileAnalysis``, in the file's scratch) instead of making it again.
+
+A flag such as ``use_cuda = torch.cuda.is_available()`` goes with the rewrite that takes its
+last read (``_planned_drops``), whichever rule that is; an ``if`` whose arms a rule made
+identical keeps one of them (``_merge_identical_arms``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
-
-from migrate.fastcst.traversal import visit_without_copying
 
 from ._base import TORCH_XLA, dotted_name, walk_all
 from ._devices import (
@@ -32,6 +35,7 @@ from ._devices import (
     Verdict,
     argument,
     chain,
+    collect,
     compares_device_string,
     cuda_literal,
     inline_block,
@@ -46,66 +50,100 @@ from ._devices import (
 )
 from ._statements import AppliesStatementEdits
 
+# Where the analysis of the last tree analysed is kept (the file's scratch): the device rules
+# run one after the other, and one that changed nothing hands the next the same tree.
+ANALYSIS_KEY = "tpu_migrate.device_analysis"
+
+
+@dataclass
+class FileAnalysis:
+    """What the device rules know about one tree (the same for each of them); the sets hold ids
+    of the tree's nodes."""
+
+    module: Optional[cst.Module]
+    collector: Optional[Collector] = None  # None: the device rules leave the file alone
+    kernel_decisions: set[int] = field(default_factory=set)  # nodes deciding an option XLA lacks
+    flag_uses: set[int] = field(default_factory=set)  # Names that read an accelerator flag
+    flag_attributes: set[str] = field(default_factory=set)  # attribute flags, e.g. "args.cuda"
+    # flag values that join the user's choice to an availability test: the test goes, the
+    # choice stays (``use_cuda = not args.no_cuda and torch.cuda.is_available()``)
+    choice_flag_values: set[int] = field(default_factory=set)
+    retyped_uses: set[int] = field(default_factory=set)  # Names of a device string now a device
+    # (statement line, name) of each name assigned availability tests (of the fallback devices
+    # too): a flag that goes once its reads do
+    flag_lines: list = field(default_factory=list)
+
 
 class DeviceAnalysis(AppliesStatementEdits):
-    """Mixin (before ``TpuCodemod`` in a rule's bases): analyses the file when the rule enters
-    it, removes the availability flags whose last reads the rule's rewrites take, and keeps one
-    arm of an ``if`` whose arms the rule made identical."""
+    """Mixin (before ``TpuCodemod`` in a rule's bases): takes the analysis of the tree when the
+    rule enters it (made by the first rule given that tree), removes the availability flags
+    whose last reads the rule's rewrites take, and keeps one arm of an ``if`` whose arms the
+    rule made identical."""
 
     def __init__(self, context) -> None:
         super().__init__(context)
+        self._analysis = FileAnalysis(None)  # the tree's, from visit_Module on
         self._active = False  # the file imports torch and has no cuda API of its own
-        self._flag_uses: set[int] = set()  # ids of Names that read an accelerator flag
-        self._flag_attributes: set[str] = set()  # dotted attribute flags, e.g. "args.cuda"
-        self._retyped_uses: set[int] = set()  # ids of Names of a device string now a device
-        self._kernel_decisions: set[int] = set()  # ids of nodes deciding an option XLA lacks
         self._removable_flags: set[int] = set()  # ids of statement lines that can go
-        # ids of flag values that join the user's choice to an availability test: the test goes,
-        # the choice stays (``use_cuda = not args.no_cuda``)
-        self._choice_flag_values: set[int] = set()
 
     # ----------------------------------------------------------------- analysis
     def visit_Module(self, node: cst.Module) -> bool:
-        if not self.imports_module("torch"):
-            return False
-        collector = Collector()
-        visit_without_copying(node, collector)
-        self._active = not collector.defines_cuda_api
+        analysis = self.context.scratch.get(ANALYSIS_KEY)
+        if analysis is None or analysis.module is not node:
+            analysis = self._analyse(node)
+            self.context.scratch[ANALYSIS_KEY] = analysis
+        self._analysis = analysis
+        self._active = analysis.collector is not None
         if not self._active:
+            self._removable_flags = set()
             return False
-        self._kernel_decisions = kernel_decisions(collector)
-        self._find_flags(collector.assignments, collector.stored_attributes)
-        trace = self._planned_drops(collector)
-        self._removable_flags = self._flags_without_uses(collector.assignments, trace)
-        self._retyped_uses = self._find_retyped(collector.assignments)
+        trace = self._planned_drops(analysis.collector)
+        self._removable_flags = self._flags_without_uses(analysis.flag_lines, trace)
         return True
+
+    def _analyse(self, module: cst.Module) -> FileAnalysis:
+        # Each step reads what the ones before it found, through ``self._analysis``.
+        self._analysis = analysis = FileAnalysis(module)
+        if not self.imports_module("torch"):
+            return analysis
+        collector = collect(module)
+        if collector.defines_cuda_api:
+            return analysis
+        analysis.collector = collector
+        analysis.kernel_decisions = kernel_decisions(collector)
+        self._find_flags(collector.assignments, collector.stored_attributes)
+        analysis.retyped_uses = self._find_retyped(collector.assignments)
+        return analysis
 
     def _planned_drops(self, collector: Collector) -> Trace:
         """What the rule's rewrites will make disappear (a flag whose reads all go, goes)."""
         return Trace()
 
     def _in_kernel_decision(self, node: cst.CSTNode) -> bool:
-        return id(node) in self._kernel_decisions
+        return id(node) in self._analysis.kernel_decisions
 
     def _find_flags(self, assignments, stored_attributes) -> None:
         """Flags are names or attributes assigned a boolean made of availability tests (not
         ``use_fused = torch.cuda.is_available()``, which decides an option XLA lacks)."""
+        analysis = self._analysis
         accelerator_assignments = set()
         for line, target, value in assignments:
             kind = self._availability_kind(value)
+            if kind is not None and isinstance(target, cst.Name):
+                analysis.flag_lines.append((line, target))
             if kind != "accelerator" or self._in_kernel_decision(value):
                 continue
             if joins_a_choice(value):  # ``not args.no_cuda and torch.cuda.is_available()``
-                self._choice_flag_values.add(id(value))
+                analysis.choice_flag_values.add(id(value))
                 continue
             if isinstance(target, cst.Name):
                 accelerator_assignments.update(self._scope_assignments(target))
             elif stored_attributes.get(dotted_name(target), 0) == 1:
-                self._flag_attributes.add(dotted_name(target))
+                analysis.flag_attributes.add(dotted_name(target))
         for assignment in accelerator_assignments:
             for access in assignment.references:
                 if set(access.referents) <= accelerator_assignments:
-                    self._flag_uses.add(id(access.node))
+                    analysis.flag_uses.add(id(access.node))
 
     def _find_retyped(self, assignments) -> set[int]:
         """Reads of a name assigned ``"cuda" if ... else "cpu"``: a string that becomes
@@ -128,7 +166,7 @@ class DeviceAnalysis(AppliesStatementEdits):
         }
 
     def _retyped(self, node: cst.CSTNode) -> bool:
-        return isinstance(node, cst.Name) and id(node) in self._retyped_uses
+        return isinstance(node, cst.Name) and id(node) in self._analysis.retyped_uses
 
     def _availability_kind(self, value: cst.BaseExpression) -> Optional[str]:
         """The kind of flag ``value`` makes: "accelerator" or "fallback" when it is made of
@@ -159,14 +197,12 @@ class DeviceAnalysis(AppliesStatementEdits):
             return []
         return [a for a in scope.assignments[target.value] if getattr(a, "node", None) is target]
 
-    def _flags_without_uses(self, assignments, trace: Trace) -> set[int]:
+    def _flags_without_uses(self, flag_lines, trace: Trace) -> set[int]:
         """Statement lines assigning a name flag whose reads all go with the rule's rewrites (a
         flag nobody reads is not the device rules' business)."""
         gone = trace.gone()
         removable = set()
-        for line, target, value in assignments:
-            if not isinstance(target, cst.Name) or self._availability_kind(value) is None:
-                continue
+        for line, target in flag_lines:
             scope_assignments = self._scope_assignments(target)
             reads = [access.node for a in scope_assignments for access in a.references]
             if reads and all(id(read) in gone for read in reads):
@@ -190,9 +226,9 @@ class DeviceAnalysis(AppliesStatementEdits):
         if isinstance(node, cst.Call):
             return self.is_name(node.func, *ACCELERATOR_TESTS)
         if isinstance(node, cst.Name):
-            return id(node) in self._flag_uses
+            return id(node) in self._analysis.flag_uses
         if isinstance(node, cst.Attribute):
-            return dotted_name(node) in self._flag_attributes
+            return dotted_name(node) in self._analysis.flag_attributes
         return False
 
     def _evaluate(self, original, updated, trace: Trace) -> Verdict:
@@ -382,7 +418,8 @@ class DeviceAnalysis(AppliesStatementEdits):
             return updated
         if not all(only_calls(arm.test, lambda call: False) for arm in original_arms):
             return updated
-        if any(id(node) in self._flag_uses for arm in original_arms for node in walk_all(arm.test)):
+        flag_uses = self._analysis.flag_uses
+        if any(id(node) in flag_uses for arm in original_arms for node in walk_all(arm.test)):
             return updated
         self.record_rewrite()
         self.edits.replace(original, inline_block(bodies[0], list(updated.leading_lines)))

@@ -7,11 +7,18 @@ availability branches, TPU129 fused optimizers: one rule, TPU101, until they wer
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
 import libcst as cst
+
+from migrate.fastcst.traversal import (
+    handled_node_types,
+    types_leading_nowhere,
+    visit_without_copying,
+)
 
 from ._base import code_of, dotted_name, walk_all
 from ._statements import Replacement
@@ -153,6 +160,19 @@ class Collector(cst.CSTVisitor):
         line = self._lines[-1] if self._lines else None
         if line is not None and len(line.body) == 1 and dotted_name(target):
             self.assignments.append((line, target, value))
+
+
+def collect(module: cst.Module) -> Collector:
+    """``module``'s ``Collector``, from a walk that does not enter what can hold nothing it
+    collects (whitespace, commas, brackets: most of a tree)."""
+    collector = Collector()
+    visit_without_copying(module, collector, _collector_unentered())
+    return collector
+
+
+@functools.cache
+def _collector_unentered() -> frozenset[type]:
+    return types_leading_nowhere(handled_node_types(Collector))
 
 
 def kernel_decisions(collector: Collector) -> set[int]:

@@ -154,19 +154,21 @@ class DeviceStrings(DeviceAnalysis, TpuCodemod):
     def _device_keywords(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         """``device="cuda"`` of the user's own callee -> ``device="xla"`` (of a torch callee
         it is a device: TPU127)."""
+        if not any(_cuda_keyword(arg) for arg in original.args):
+            return updated  # (asked first: what the callee is costs more)
         if self._torch_callee(original.func):
             return updated
-        args, changed = [], False
-        for old, new in zip(original.args, updated.args):
-            name = keyword(old)
-            literal = cuda_literal(old.value)
-            if name is not None and is_config_name(name) and literal is not None:
-                new, changed = new.with_changes(value=self._xla_string(literal)), True
-            args.append(new)
-        if not changed:
-            return updated
         self.record_rewrite()
-        return updated.with_changes(args=args)
+        return updated.with_changes(
+            args=[
+                (
+                    new.with_changes(value=self._xla_string(cuda_literal(old.value)))
+                    if _cuda_keyword(old)
+                    else new
+                )
+                for old, new in zip(original.args, updated.args)
+            ]
+        )
 
     # ----------------------------------------------------------------- configured choices
     def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp) -> cst.BaseExpression:
@@ -265,3 +267,8 @@ class DeviceStrings(DeviceAnalysis, TpuCodemod):
                 elements.append(new)
             return updated.with_changes(elements=elements) if changed else None
         return None
+
+
+def _cuda_keyword(arg: cst.Arg) -> bool:
+    """A keyword named for a device (``device=``, ``eval_device=``) given a CUDA string."""
+    return is_config_name(keyword(arg) or "") and cuda_literal(arg.value) is not None

@@ -296,7 +296,7 @@ class AvailabilityBranches(DeviceAnalysis, TpuCodemod):
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         """``use_cuda = not args.no_cuda and torch.cuda.is_available()`` -> ``use_cuda = not
         args.no_cuda``: the user's choice stays."""
-        if id(original_node.value) not in self._choice_flag_values:
+        if id(original_node.value) not in self._analysis.choice_flag_values:
             return updated_node
         trace = Trace()
         residual = self._evaluate(original_node.value, updated_node.value, trace)

@@ -33,12 +33,6 @@ VisitResult = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
 # because libcst's concrete node classes are final (tests/engine/test_traversal.py checks it).
 
 
-@functools.cache
-def is_expression_type(node_type: type) -> bool:
-    """``issubclass(node_type, cst.BaseExpression)``, once per type (an abstract class)."""
-    return issubclass(node_type, cst.BaseExpression)
-
-
 def visit_without_copying(
     node: cst.CSTNode,
     visitor: cst.CSTTransformer | cst.CSTVisitor,

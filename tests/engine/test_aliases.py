@@ -6,6 +6,7 @@ is the next free one, so it may share no prefix with the old code but ``TPU1``).
 
 from __future__ import annotations
 
+import json
 import textwrap
 from typing import ClassVar
 
@@ -480,3 +481,29 @@ def test_explain_tpu101_names_its_parts(capsys):
         assert f"    {part}: " in out
     assert main(["explain", "TPU128"]) == 0
     assert "Split off from TPU101" in capsys.readouterr().out
+
+
+def test_tpu101_in_the_configuration_selects_and_ignores_every_part(project, capsys):
+    script = textwrap.dedent("""\
+        import torch
+
+        use_cuda = torch.cuda.is_available()
+        model = Net().cuda()
+        x = torch.zeros(3, device="cuda")
+        if use_cuda:
+            print("on the accelerator")
+        device = torch.device("cuda" if use_cuda else "cpu")
+        run_device = "cuda"
+        opt = torch.optim.AdamW(model.parameters(), fused=True)
+        """)
+    parts = {"TPU101", "TPU126", "TPU127", "TPU128", "TPU129"}
+    for table, expected in (
+        ("select = ['TPU101']", parts),  # each part rewrites something in the script
+        ("ignore = ['TPU101']", set()),
+    ):
+        root = project(
+            {"pyproject.toml": pyproject(f"[tool.tpu-migrate]\n{table}\n"), "train.py": script}
+        )
+        main(["check", "-j", "1", "--no-cache", "--format", "json", str(root)])
+        rewrites = json.loads(capsys.readouterr().out)["summary"]["rewrites"]
+        assert set(rewrites) & parts == expected, table
