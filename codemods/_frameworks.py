@@ -296,6 +296,21 @@ class Frameworks:
         for expr, framework in handed_over:
             self._handed[id(expr)] = framework
             self._manage(expr, framework, CALLER_DEPTH)
+        if self._managed:
+            self._follow_into_calls()
+
+    def _follow_into_calls(self) -> None:
+        """A managed object passed to a function of this file is managed there too, under its
+        parameter's name: ``train_epoch(model, train_loader)`` after ``accelerator.prepare``."""
+        for _ in range(CALLER_DEPTH):
+            for call in self.index.calls:
+                function = self._local_function(call.func)
+                if function is None:
+                    continue
+                for value, parameter in _parameters_given(call, function):
+                    framework = self.manages(value)
+                    if framework is not None:
+                        self._manage(parameter.name, framework, 0)
 
     def _taken_over_by(self, call: cst.Call) -> Iterator[tuple[cst.BaseExpression, str]]:
         """The expressions ``call`` hands to a framework (and the targets it assigns them to)."""
@@ -394,6 +409,24 @@ class Frameworks:
             node = getattr(next(iter(scopes.values())), "node", None)  # the global scope has none
             return id(node if node is not None else self.index.module)
         return id(owner)
+
+
+def _parameters_given(
+    call: cst.Call, function: cst.FunctionDef
+) -> Iterator[tuple[cst.BaseExpression, cst.Param]]:
+    """Each argument of ``call`` with the parameter of ``function`` it binds (up to the first
+    ``*args`` or ``**kwargs`` of the call)."""
+    params = function.params
+    positional = [*params.posonly_params, *params.params]
+    by_name = {p.name.value: p for p in [*positional, *params.kwonly_params]}
+    for position, arg in enumerate(call.args):
+        if arg.star:
+            return
+        if arg.keyword is not None:
+            if arg.keyword.value in by_name:
+                yield arg.value, by_name[arg.keyword.value]
+        elif position < len(positional):
+            yield arg.value, positional[position]
 
 
 def _position_in_target(target, index: ModuleIndex) -> tuple[int | None, cst.CSTNode | None]:

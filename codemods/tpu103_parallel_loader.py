@@ -153,17 +153,23 @@ class ParallelLoader(AppliesStatementEdits, TpuCodemod):
             "from accelerate import Accelerator\n"
             "from torch.utils.data import DataLoader\n"
             "\n"
-            "accelerator = Accelerator()\n"
-            "train_loader = DataLoader(train_set, batch_size=32, shuffle=True)\n"
-            "model, optimizer, train_loader = accelerator.prepare(\n"
-            "    model, optimizer, train_loader\n"
-            ")\n"
-            "for x, y in train_loader:\n"
-            "    loss = torch.nn.functional.cross_entropy(model(x), y)\n"
-            "    accelerator.backward(loss)\n"
-            "    optimizer.step()\n"
-            "    optimizer.zero_grad()\n",
-            why="a loader Accelerate prepared is on the device already",
+            "\n"
+            "def train_epoch(model, optimizer, train_loader, accelerator):\n"
+            "    for x, y in train_loader:\n"
+            "        loss = torch.nn.functional.cross_entropy(model(x), y)\n"
+            "        accelerator.backward(loss)\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n"
+            "\n"
+            "\n"
+            "def main():\n"
+            "    accelerator = Accelerator()\n"
+            "    train_loader = DataLoader(train_set, batch_size=32, shuffle=True)\n"
+            "    model, optimizer, train_loader = accelerator.prepare(\n"
+            "        model, optimizer, train_loader\n"
+            "    )\n"
+            "    train_epoch(model, optimizer, train_loader, accelerator)\n",
+            why="a loader Accelerate prepared is on the device already, in the function it is passed to",
         ),
         Valid(
             "from torch.utils.data import DataLoader\n"
