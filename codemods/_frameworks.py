@@ -37,7 +37,6 @@ import libcst as cst
 
 from ._base import TpuCodemod, dotted_name
 from ._loops import ModuleIndex, last_identifier, positional_arguments, walk_code
-from migrate.fastcst.facts import FileFacts
 
 ACCELERATE = "Accelerate"
 LIGHTNING = "Lightning"
@@ -106,11 +105,6 @@ RECEIVER_WORDS = {ACCELERATOR: "accelerator", FABRIC: "fabric", LIGHTNING_TRAINE
 DEVICE_IN_METHODS = {LIGHTNING_MODULE: "self.device", HF_TRAINER_CLASS: "self.args.device"}
 # How many calls deep a parameter handed to a framework is followed back to its callers.
 CALLER_DEPTH = 2
-
-
-def may_use_a_framework(facts: FileFacts) -> bool:
-    """What Python's parser can tell: the file imports one of the frameworks."""
-    return facts.uses(*PACKAGES)
 
 
 class Frameworks:
@@ -213,10 +207,6 @@ class Frameworks:
                     return cst.parse_expression(spelling)
         instance = self._visible_instance(node, (ACCELERATOR, FABRIC))
         return cst.parse_expression(f"{instance}.device") if instance else None
-
-    def instances_of(self, kind: FrameworkClass) -> list[str]:
-        """Dotted names this file binds to an instance of ``kind``."""
-        return sorted({name for (_, name), found in self._instances.items() if found is kind})
 
     # ------------------------------------------------------------------ classes
     def is_class(self, func: cst.BaseExpression, kind: FrameworkClass) -> bool:
