@@ -7,6 +7,9 @@ measured around ``subprocess.run`` from this checkout (``python -m migrate``, th
 repository, whatever is installed):
 
 * ``import libcst``: the floor every command that parses code pays, measured in the same rounds;
+* ``import libcst.codemod`` and ``import codemods`` (every rule): the floor of a run that applies
+  the rules. A rule is a libcst codemod, and ``libcst.codemod`` imports ``libcst.matchers``
+  (about 450 generated dataclasses), so ``check`` pays both before it reads a file;
 * ``--help``, ``rules``, ``explain TPU101``;
 * ``check`` on the bundled example project (the one ``scripts/demo.sh`` migrates), cold (an
   empty result cache: ``$TPU_MIGRATE_CACHE_DIR`` points at a fresh directory each run) and
@@ -37,6 +40,8 @@ def commands(python: str) -> dict[str, list[str]]:
     cli = [python, "-m", "migrate"]
     return {
         "import libcst": [python, "-c", "import libcst"],
+        "import libcst.codemod": [python, "-c", "import libcst.codemod"],
+        "import codemods": [python, "-c", "import codemods"],
         "--help": [*cli, "--help"],
         "rules": [*cli, "rules"],
         "explain TPU101": [*cli, "explain", "TPU101"],
@@ -85,12 +90,12 @@ def main() -> int:
         print(
             "note: PYTHONDONTWRITEBYTECODE is set: a module with no .pyc yet compiles on every run"
         )
-    print(f"{'':<20} {'median':>8} {'min':>8} {'max':>8}  {'x libcst':>8}  exit")
+    print(f"{'':<22} {'median':>8} {'min':>8} {'max':>8}  {'x libcst':>8}  exit")
     for name, walls in times.items():
         median = statistics.median(walls)
         exits = ",".join(str(code) for code in sorted(codes[name]))
         print(
-            f"{name:<20} {median:7.3f}s {min(walls):7.3f}s {max(walls):7.3f}s"
+            f"{name:<22} {median:7.3f}s {min(walls):7.3f}s {max(walls):7.3f}s"
             f"  {median / floor:8.2f}  {exits}"
         )
     return 0
