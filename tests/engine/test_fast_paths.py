@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 from pathlib import Path
+from typing import Sequence
 
 import libcst as cst
 import libcst.matchers as m
@@ -52,26 +53,27 @@ from migrate.fastcst.metadata import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "fixtures"  # (not REPO: the venv, torch included, may live in the checkout)
 
 
 def _sample_sources() -> list[Path]:
     torch = pytest.importorskip("torch")
     torch_dir = Path(torch.__file__).parent
     picks = ["nn/modules/rnn.py", "_dynamo/utils.py", "optim/adam.py", "utils/data/dataloader.py"]
-    fixtures = sorted((REPO / "fixtures").glob("*/before/**/*.py"))[:8]
+    fixtures = sorted(FIXTURES.glob("*/before/**/*.py"))[:8]
     return [torch_dir / p for p in picks if (torch_dir / p).exists()] + fixtures
 
 
-def _sample_params(value) -> list:
-    """``value(path)`` of each sample source; torch's own files (thousands of lines each) are
-    left to the full suite (``slow``)."""
+def _sample_params(value, paths: Sequence[Path] | None = None) -> list:
+    """``value(path)`` of each sample source (or of ``paths``); torch's own files (thousands of
+    lines each) are left to the full suite (``slow``)."""
     return [
         pytest.param(
             value(path),
             id=path.name,
-            marks=[] if path.is_relative_to(REPO) else [pytest.mark.slow],
+            marks=[] if path.is_relative_to(FIXTURES) else [pytest.mark.slow],
         )
-        for path in _sample_sources()
+        for path in (_sample_sources() if paths is None else paths)
     ]
 
 
@@ -154,9 +156,12 @@ def torch_like():
 """
 
 
-SCOPE_SOURCES = [
-    pytest.param(path.read_text(encoding="utf-8"), id=path.name) for path in _sample_sources()
-] + [
+def _sample_texts(paths: Sequence[Path] | None = None) -> list:
+    """The text of each sample source (or of ``paths``), torch's own files marked ``slow``."""
+    return _sample_params(lambda p: p.read_text(encoding="utf-8"), paths)
+
+
+SCOPE_SOURCES = _sample_texts() + [
     pytest.param(STRING_ANNOTATIONS, id="string annotations"),
     pytest.param(TYPING_FORMS, id="typing special forms"),
 ]
@@ -393,7 +398,7 @@ ROOTS = ("torch", "torch_xla", "torch.nn", "transformers", "os", "numpy")
 
 @pytest.mark.parametrize(
     "source",
-    [p.read_text(encoding="utf-8") for p in _sample_sources()]
+    _sample_texts()
     + [
         "import os\n\n\nclass A:\n    import numpy\n\n\ndef f():\n    import transformers\n",
         "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = None\n",
@@ -453,7 +458,7 @@ WANTED = [
 @pytest.mark.parametrize("wanted", WANTED, ids=str)
 @pytest.mark.parametrize(
     "source",
-    HEADS + [p.read_text(encoding="utf-8") for p in _sample_sources()[:3]],
+    HEADS + _sample_texts(_sample_sources()[:3]),
     ids=lambda s: repr(s[:30]),
 )
 def test_imports_added_on_the_head_are_libcsts(source, wanted):
@@ -808,12 +813,25 @@ def test_read_only_visitors_skip_only_nodes_they_cannot_need():
     assert metadata._unentered_by(SeesEveryNode) == frozenset()
 
 
-def test_a_run_leaves_no_tree_to_the_cycle_collector():
+@pytest.mark.parametrize(
+    "sources",
+    [
+        pytest.param(
+            [p.read_text(encoding="utf-8") for p in _sample_sources() if p.is_relative_to(FIXTURES)],
+            id="fixtures",
+        ),
+        pytest.param(
+            [p.read_text(encoding="utf-8") for p in _sample_sources()],
+            id="fixtures and torch",
+            marks=[pytest.mark.slow],
+        ),
+    ],
+)
+def test_a_run_leaves_no_tree_to_the_cycle_collector(sources):
     """The trees a run made, their metadata and what the rules that walked them kept are freed
     when the run ends (``SharedMetadata.release``, each rule's attributes dropped after its
     pass): the cycle collector finds none of them. Only the two scopes around each tree's,
     emptied, wait for it (libcst's module and builtin scopes refer to each other)."""
-    sources = [path.read_text(encoding="utf-8") for path in _sample_sources()]
     selection = Selection.from_options()
     gc.collect()
     gc.disable()

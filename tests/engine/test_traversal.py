@@ -90,6 +90,20 @@ def _acted_on_sources() -> list[Path]:
     return [torch_dir / p for p in picks if (torch_dir / p).exists()] + fixtures
 
 
+def _acted_on_params(value, paths: list[Path] | None = None) -> list:
+    """``value(path)`` of each of ``_acted_on_sources()`` (or of ``paths``); torch's own files
+    are left to the full suite (``slow``)."""
+    fixtures = REPO / "fixtures"  # (not REPO: the venv, torch included, may live in the checkout)
+    return [
+        pytest.param(
+            value(path),
+            id=f"{path.parent.name}/{path.name}",
+            marks=[] if path.is_relative_to(fixtures) else [pytest.mark.slow],
+        )
+        for path in (_acted_on_sources() if paths is None else paths)
+    ]
+
+
 def _walking_everything(monkeypatch) -> None:
     """Every rule enters every node, as before a rule's walk left out the node types holding
     nothing it handles."""
@@ -98,7 +112,7 @@ def _walking_everything(monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("other_walk", [_with_libcsts_visit, _walking_everything])
-@pytest.mark.parametrize("path", _acted_on_sources(), ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", _acted_on_params(lambda p: p))
 def test_the_pipeline_gives_the_same_under_libcsts_visit_or_a_full_walk(
     path, other_walk, monkeypatch
 ):
@@ -139,7 +153,7 @@ class _VisitorRecorder(_CallLog, cst.CSTVisitor):
 
 
 @pytest.mark.parametrize("recorder", [_Recorder, _VisitorRecorder])
-@pytest.mark.parametrize("path", _acted_on_sources()[:8], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _acted_on_params(lambda p: p, _acted_on_sources()[:8]))
 def test_the_visitor_is_called_as_libcst_calls_it(path, recorder):
     module = cst.parse_module(path.read_text(encoding="utf-8"))
     ours, theirs = recorder(), recorder()
@@ -264,7 +278,7 @@ class _IndexReference(cst.CSTVisitor):
         self.stack.pop()
 
 
-@pytest.mark.parametrize("path", _acted_on_sources(), ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", _acted_on_params(lambda p: p))
 def test_the_module_index_walk_sees_what_libcsts_visit_sees(path):
     module = cst.parse_module(path.read_text(encoding="utf-8"))
     index = ModuleIndex(None, module)
@@ -500,7 +514,7 @@ def _types_in_subtrees(module: cst.Module) -> list[tuple[type, set[type]]]:
 EVERY_KIND_AND_REAL_SOURCES = [
     pytest.param(EVERY_KIND_OF_BLOCK, id="every kind of block"),
     pytest.param(EVERY_KIND_OF_EXPRESSION, id="every kind of expression"),
-] + [pytest.param(p.read_text(encoding="utf-8"), id=p.name) for p in _acted_on_sources()]
+] + _acted_on_params(lambda p: p.read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("source", EVERY_KIND_AND_REAL_SOURCES)
