@@ -414,10 +414,18 @@ class TpuCodemod(VisitorBasedCodemodCommand):
     def device_expression(self, node: cst.CSTNode) -> cst.BaseExpression:
         """How code at ``node`` should name the XLA device: the ``device`` variable when it is
         bound before ``node`` in the same scope or comes from an enclosing one (a parameter, a
-        module global), else ``torch_xla.device()``."""
+        module global) and is not a CUDA device index, else ``torch_xla.device()``."""
+        from ._device_index import holds_only_indices  # (it builds on this module)
+
         scope = self.get_metadata(ScopeProvider, node, None)
         position = self.get_metadata(PositionProvider, node, None)
-        if scope is not None and position is not None and "device" in scope:
+        if (
+            scope is not None
+            and position is not None
+            and "device" in scope
+            # (``device = 0``: a CUDA device by its number, not a device to move to)
+            and not holds_only_indices(self, scope, "device")
+        ):
             for assignment in scope["device"]:
                 if assignment.scope is not scope:
                     return cst.Name("device")

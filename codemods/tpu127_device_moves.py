@@ -10,6 +10,7 @@ from libcst.metadata import ScopeProvider
 from migrate.fastcst.facts import FileFacts
 from ._base import Invalid, Safety, TpuCodemod, Valid, dotted_name, walk_all
 from ._device_analysis import DeviceAnalysis
+from ._device_index import holds_only_indices, is_device_index
 from ._frameworks import uses_a_framework
 from ._loops import ModuleIndex
 from ._devices import (
@@ -87,12 +88,12 @@ class DeviceMoves(DeviceAnalysis, TpuCodemod):
     NAME = "device-moves"
     SUMMARY = "Move tensors and modules with .to(device) instead of .cuda() / .to('cuda')"
     SAFETY = Safety.SEMANTIC
-    TRIGGERS = ("cuda", "accelerator")
+    TRIGGERS = ("cuda", "accelerator", ".to(")
 
     @classmethod
     def may_act(cls, facts: FileFacts) -> bool:
         return facts.uses("torch") and (
-            facts.calls("cuda")
+            facts.calls("cuda", "to")  # (``.to(rank)``: a CUDA device by its number)
             or facts.uses(CURRENT_ACCELERATOR)
             or facts.has_string(is_cuda_device_text)
         )
@@ -177,7 +178,7 @@ class DeviceMoves(DeviceAnalysis, TpuCodemod):
         if not (_is_to(call) or self.is_name(call.func, *DEVICE_ARGUMENT_CALLS)):
             return None
         target = argument(call, 0, "device")
-        if target is None or not self._cuda_device(target.value):
+        if target is None or not self._cuda_device_or_index(target.value):
             return None
         return target
 
@@ -186,8 +187,15 @@ class DeviceMoves(DeviceAnalysis, TpuCodemod):
         if not self._torch_callee(call.func):
             return []
         return [
-            arg for arg in call.args if keyword(arg) == "device" and self._cuda_device(arg.value)
+            arg
+            for arg in call.args
+            if keyword(arg) == "device" and self._cuda_device_or_index(arg.value)
         ]
+
+    def _cuda_device_or_index(self, node: cst.CSTNode) -> bool:
+        """``node`` names a CUDA device, by name or by number (``0``, ``rank``, ``self.gpu_id``:
+        ``_device_index``)."""
+        return self._cuda_device(node) or is_device_index(self, node)
 
     # ----------------------------------------------------------------- rewrites
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -294,7 +302,7 @@ class DeviceMoves(DeviceAnalysis, TpuCodemod):
             scope = self.get_metadata(ScopeProvider, node)
         except KeyError:
             return False
-        if scope is None or "device" not in scope:
+        if scope is None or "device" not in scope or holds_only_indices(self, scope, "device"):
             return False
         for assignment in scope["device"]:
             if getattr(assignment, "scope", scope) is not scope:
