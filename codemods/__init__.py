@@ -48,6 +48,9 @@ TPU138 (``torch.load`` onto the CPU) runs right before TPU109 (``xm.save`` on ev
 strings take the quote of the file's first string as the user wrote it, which a guard TPU109 lifts
 away may hold. The two were one rule, TPU109, and run where it ran.
 
+TPU144 (sparse tensors made dense before they move) runs next to TPU111, after the device rules:
+the moves it looks for are the ``.to(device)`` those rules wrote.
+
 TPU116 (boolean-mask writes) is a local rewrite that depends on no other rule; it runs before
 TPU117 so that only the writes it could not make static are reported. TPU121 (moving slices ->
 ``index_select``) runs just before TPU117 for the same reason (TPU257 reports the slices it could
@@ -105,6 +108,7 @@ from .tpu140_accelerate_precision import AcceleratePrecision
 from .tpu141_lightning_trainer import LightningTrainer
 from .tpu142_hf_training_args import HfTrainingArguments
 from .tpu143_lightning_module_hazards import LightningModuleHazards
+from .tpu144_sparse_tensors import SparseTensors
 from .tpu138_checkpoint_loads import CheckpointLoads
 from .tpu139_tied_weights import TiedWeights
 
@@ -134,6 +138,7 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     CheckpointLoads,
     Checkpoints,
     SparseEmbeddings,
+    SparseTensors,
     TorchCompile,
     InferenceMode,
     MaskedWrites,

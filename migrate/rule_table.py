@@ -312,6 +312,12 @@ ROWS: tuple[Row, ...] = (
         "manual",
         "Report per-step synced logging, manual optimization and CUDA kernels in a LightningModule",
     ),
+    (
+        "TPU144",
+        "sparse-tensors",
+        "semantic",
+        "Make sparse tensors dense before they move to the device (XLA has no sparse tensors)",
+    ),
     ("TPU201", "(finding of TPU104)", "manual", "CUDA-only API with no XLA equivalent"),
     (
         "TPU202",
@@ -336,6 +342,12 @@ ROWS: tuple[Row, ...] = (
         "(finding of TPU136)",
         "manual",
         "the XLA device is used before torch_xla.launch: move it into the launched function",
+    ),
+    (
+        "TPU206",
+        "(finding of TPU144)",
+        "manual",
+        "a sparse tensor made dense before it moves to the device",
     ),
     (
         "TPU211",
