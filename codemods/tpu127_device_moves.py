@@ -46,6 +46,11 @@ class DeviceMoves(DeviceAnalysis, TpuCodemod):
         - A CUDA device is any spelling of one: ``"cuda"``, ``"cuda:0"``, ``f"cuda:{rank}"``,
           ``torch.device("cuda")``, ``torch.accelerator.current_accelerator()``, or a choice
           ``"cuda" if use_cuda else "cpu"``.
+        - A CUDA device given by its number moves too: ``.to(0)``, ``.to(rank)``,
+          ``.to(self.gpu_id)``, ``device=local_rank``, where the value is always an index: an
+          ``int`` literal, ``int(...)``, a rank call, a parameter annotated ``int``, a spawned
+          worker's rank, or a name or ``self`` attribute bound only to those. The numbers
+          themselves stay, for the rank checks and prints that read them.
         - ``.cuda(gpu, non_blocking=True)`` loses its GPU index and ``non_blocking``;
           ``.to("cuda", non_blocking=True)`` loses ``non_blocking`` with the CUDA device.
         - In framework code the device is the framework's: ``self.device`` in a
@@ -79,7 +84,7 @@ class DeviceMoves(DeviceAnalysis, TpuCodemod):
             batch = batch.to(device)
 
     Left alone: ``torch.cuda`` itself and ``torch.Tensor.cuda``; ``.to(device)`` and moves to
-    the CPU; ``device="cuda"`` of a callee that is not torch's (a device string of the user's
+    the CPU; ``.to(n)`` where ``n`` is not always an index (a dtype passed by some caller); ``device="cuda"`` of a callee that is not torch's (a device string of the user's
     own, TPU126); a file that defines its own ``cuda`` function or method or a ``Device``
     class.
     """
