@@ -3,7 +3,8 @@
     tpu-migrate verify SCRIPT [options] [-- SCRIPT_ARGS...]
 
 Exit codes: 0 equivalent, 1 not equivalent (or --strict hygiene failure), 2 a run failed, 3 usage error,
-4 not on XLA (the migrated run's training executed no XLA graph).
+4 not on XLA (the migrated run's training executed no XLA graph), 5 inconclusive (the original run
+changed no parameter and its loss never moved).
 """
 
 from __future__ import annotations
@@ -15,17 +16,19 @@ from typing import TYPE_CHECKING
 
 # Only what the parser needs: the CLI builds it for every command, `--help` included. The
 # session (and, through it, the engine and the rules) is imported when `verify` runs.
-from .compare import DIFFERENT, EQUIVALENT, FAILED, NOISE_RUNS, NOT_ON_XLA
+from .compare import DIFFERENT, EQUIVALENT, FAILED, INCONCLUSIVE, NOISE_RUNS, NOT_ON_XLA
 
 if TYPE_CHECKING:
     from .session import Options
 
-EXIT_EQUIVALENT, EXIT_DIFFERENT, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_ON_XLA = 0, 1, 2, 3, 4
+EXIT_EQUIVALENT, EXIT_DIFFERENT, EXIT_FAILED, EXIT_USAGE = 0, 1, 2, 3
+EXIT_NOT_ON_XLA, EXIT_INCONCLUSIVE = 4, 5
 EXIT_CODES = {
     EQUIVALENT: EXIT_EQUIVALENT,
     DIFFERENT: EXIT_DIFFERENT,
     FAILED: EXIT_FAILED,
     NOT_ON_XLA: EXIT_NOT_ON_XLA,
+    INCONCLUSIVE: EXIT_INCONCLUSIVE,
 }
 
 DESCRIPTION = (

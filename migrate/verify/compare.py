@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 EQUIVALENT, DIFFERENT, FAILED = "equivalent", "different", "failed"
 NOT_ON_XLA = "not-on-xla"  # the migrated run's training steps executed no XLA graph
+INCONCLUSIVE = "inconclusive"  # the runs agree, but the original's steps changed no parameter
 
 # The floor of every bound: what XLA:CPU and CPU differ by on a step that nothing amplifies
 # (measured: <= 2.1e-7 on an MLP, 1.1e-6 on a CNN with BatchNorm); bf16 autocast 3.5e-3.
@@ -269,6 +270,38 @@ def decide(rows: list[StepRow], params: dict, tolerance: Tolerance, strict: list
     if strict:
         return Verdict(DIFFERENT, "--strict: " + "; ".join(strict), None, strict)
     return Verdict(EQUIVALENT, f"losses and final parameters match over {len(rows)} step(s)")
+
+
+def untrained(
+    verdict: Verdict, original_trace: dict, rows: list[StepRow]
+) -> tuple[Verdict, list[str]]:
+    """An equivalent verdict, checked against a run that trained nothing (start_values.py): when
+    the original's steps left every parameter where it started and its loss never changed, any
+    migration agrees with it (zero gradients make the update a no-op on both sides). With a loss
+    that changes, the forward passes were compared, and a note says that is all."""
+    tracked = original_trace.get("params_tracked") or 0
+    if verdict.verdict != EQUIVALENT or not tracked or original_trace.get("params_moved") != 0:
+        return verdict, []
+    steps = len(rows)
+    losses = {row.original for row in rows}
+    if len(losses) > 1:
+        return verdict, [
+            f"no parameter changed in the original run's {steps} step(s) (zero gradients, or a "
+            "learning rate of 0?): the comparison covers the forward pass only"
+        ]
+    loss = next(iter(losses), None)
+    loss_words = (
+        "it recorded no loss" if loss is None else f"its loss was {_num(loss)} at every step"
+    )
+    return (
+        Verdict(
+            INCONCLUSIVE,
+            f"the original run trained nothing: its {steps} step(s) left all {tracked} parameter "
+            f"tensor(s) unchanged and {loss_words}, so any migration would agree with it (is the "
+            "loss constant by construction, such as a cross-entropy over one class?)",
+        ),
+        [],
+    )
 
 
 def _num(value: float | None, spec: str = ".8g") -> str:

@@ -23,6 +23,7 @@ from .compare import (
     decide,
     strict_failures,
     summarize_hygiene,
+    untrained,
 )
 from .notes import failure_hints, run_notes
 from .params import compare_params
@@ -247,7 +248,9 @@ def _run(options: Options, report: Report, temp: Path) -> None:
         return
     report.margin = margin(report.rows, report.params)
     strict = strict_failures(report.hygiene) if options.strict else []
-    report.verdict = decide(report.rows, report.params, report.tolerance, strict)
+    verdict = decide(report.rows, report.params, report.tolerance, strict)
+    report.verdict, notes = untrained(verdict, original_trace, report.rows)
+    report.notes.extend(notes)
 
 
 def _usable_noise(options: Options, report: Report) -> list[SideRun]:

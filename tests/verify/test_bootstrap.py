@@ -133,6 +133,36 @@ def test_a_script_that_ends_early_reports_its_steps_and_exit_status(tmp_path):
     assert trace["status"] == "exited" and [s["loss"] for s in trace["steps"]] == [2.0, 0.0]
 
 
+@pytest.mark.parametrize(
+    "update, moved",
+    [
+        ("opt.step()", 1),
+        ("opt.step()  # zero gradients", 0),
+        ("w.data.add_(w.grad, alpha=-0.5)", 1),
+        ("w.data.add_(w.grad, alpha=-0.5)  # zero gradients", 0),
+    ],
+    ids=["optimizer", "optimizer-frozen", "manual", "manual-frozen"],
+)
+def test_the_original_run_counts_the_parameters_its_steps_moved(tmp_path, update, moved):
+    pytest.importorskip("torch")
+    loss = "(w * 0).sum()" if "zero gradients" in update else "(w * w).sum()"
+    code = textwrap.dedent(f"""
+        import torch
+        w = torch.nn.Parameter(torch.ones(2))
+        frozen = torch.nn.Parameter(torch.ones(3))  # stepped by nothing: no gradient
+        opt = torch.optim.SGD([w, frozen], lr=0.5)
+        for _ in range(3):
+            opt.zero_grad()
+            {loss}.backward()
+            {update}
+        """)
+    proc = _run_original(tmp_path, code)
+    assert proc.returncode == 0, proc.stderr
+    trace = json.loads(next((tmp_path / "traces").glob("trace-original-*.json")).read_text())
+    tracked = 2 if update.startswith("opt") else 1
+    assert (trace["params_moved"], trace["params_tracked"]) == (moved, tracked)
+
+
 def test_grad_scaler_losses_are_recorded_unscaled_and_kept_autocast_runs_bf16_on_the_cpu(tmp_path):
     pytest.importorskip("torch")
     code = textwrap.dedent("""

@@ -10,11 +10,13 @@ import pytest
 from migrate.verify.compare import (
     DIFFERENT,
     EQUIVALENT,
+    INCONCLUSIVE,
     Tolerance,
     compare_losses,
     decide,
     strict_failures,
     summarize_hygiene,
+    untrained,
 )
 
 FP32 = Tolerance.default(keep_autocast=False)
@@ -89,6 +91,50 @@ def test_parameters_decide_when_the_losses_agree():
     assert "final parameters differ after step 2" in verdict.reason
     assert decide(rows, PARAMS_OK, FP32, []).verdict == EQUIVALENT
     assert decide(rows, {**PARAMS_OK, "missing": ["x"]}, FP32, []).verdict == DIFFERENT
+
+
+def test_a_run_that_moved_no_parameter_and_kept_its_loss_is_inconclusive():
+    rows = compare_losses(steps(0.0, 0.0, -0.0), steps(0.0, 0.0, 0.0), FP32)
+    equivalent = decide(rows, PARAMS_OK, FP32, [])
+    frozen = {"params_moved": 0, "params_tracked": 2}
+    verdict, notes = untrained(equivalent, frozen, rows)
+    assert verdict.verdict == INCONCLUSIVE and notes == []
+    assert verdict.reason.startswith(
+        "the original run trained nothing: its 3 step(s) left all 2 parameter tensor(s) unchanged "
+        "and its loss was 0 at every step"
+    )
+
+
+def test_frozen_parameters_with_a_moving_loss_stay_equivalent_with_a_note():
+    rows = compare_losses(steps(1.0, 0.9), steps(1.0, 0.9), FP32)
+    equivalent = decide(rows, PARAMS_OK, FP32, [])
+    verdict, notes = untrained(equivalent, {"params_moved": 0, "params_tracked": 2}, rows)
+    assert verdict is equivalent
+    assert notes == [
+        "no parameter changed in the original run's 2 step(s) (zero gradients, or a learning rate "
+        "of 0?): the comparison covers the forward pass only"
+    ]
+
+
+@pytest.mark.parametrize(
+    "trace",
+    [
+        {"params_moved": 1, "params_tracked": 2},  # it trained
+        {"params_moved": 0, "params_tracked": 0},  # nothing to tell by
+        {},  # a trace written before the count existed, or by the migrated side
+    ],
+)
+def test_a_run_that_trained_or_cannot_tell_keeps_its_verdict(trace):
+    rows = compare_losses(steps(0.0, 0.0), steps(0.0, 0.0), FP32)
+    equivalent = decide(rows, PARAMS_OK, FP32, [])
+    assert untrained(equivalent, trace, rows) == (equivalent, [])
+
+
+def test_only_an_equivalent_verdict_is_questioned():
+    rows = compare_losses(steps(0.0, 0.0), steps(0.0, 0.5), FP32)
+    different = decide(rows, PARAMS_OK, FP32, [])
+    frozen = {"params_moved": 0, "params_tracked": 2}
+    assert different.verdict == DIFFERENT and untrained(different, frozen, rows) == (different, [])
 
 
 def _snapshots(compiles, executions, transfers):

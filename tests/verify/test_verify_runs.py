@@ -63,6 +63,20 @@ def test_broken_migration_names_the_first_diverging_step(verify_cli, broken, ste
     assert f"the losses diverge at step {step}:" in outcome.out
 
 
+def test_a_loop_that_trains_nothing_is_inconclusive(verify_cli, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(script("single_class_cuda.py"), project / "train.py")
+    outcome = verify_cli(str(project / "train.py"), "--steps", "3")
+    assert outcome.code == 5, outcome.out + outcome.err
+    assert outcome.result["verdict"] == "inconclusive"
+    assert [s["original_loss"] for s in outcome.result["steps"]] == [0.0, 0.0, 0.0]
+    assert outcome.result["reason"].startswith(
+        "the original run trained nothing: its 3 step(s) left all 2 parameter tensor(s) unchanged"
+    )
+    assert "verdict: inconclusive - the original run trained nothing" in outcome.out
+
+
 def test_crashing_migration_is_a_failed_run_with_its_stderr(verify_cli):
     outcome = verify_cli(script("mlp_cuda.py"), "--migrated", script("broken_crash_xla.py"))
     assert outcome.code == 2, outcome.out + outcome.err

@@ -25,7 +25,8 @@ from collections import Counter
 import torch
 
 from . import startup
-from .protocol import STOPPED, Config, params_file, trace_file
+from .protocol import ORIGINAL, STOPPED, Config, params_file, trace_file
+from .start_values import StartValues
 from .stop import StopRun
 
 # Attribute put on a GradScaler-scaled loss: the loss to record is the unscaled one.
@@ -54,10 +55,19 @@ class Recorder:
         self._watch: _Watch | None = _Watch()  # None once an optimizer stepped: no manual steps
         self._forward_check = None  # the global forward pre-hook armed by a backward()
         self._backward_depth = 0  # > 0 inside backward() (reentrant checkpointing nests them)
+        # the compared original run only: did its steps change any parameter? (start_values.py)
+        self.start_values = (
+            StartValues() if config.side == ORIGINAL and not config.perturb else None
+        )
 
     def install_hooks(self) -> None:
-        from torch.optim.optimizer import register_optimizer_step_post_hook
+        from torch.optim.optimizer import (
+            register_optimizer_step_post_hook,
+            register_optimizer_step_pre_hook,
+        )
 
+        if self.start_values is not None:
+            register_optimizer_step_pre_hook(self._before_optimizer_step)
         register_optimizer_step_post_hook(self._after_optimizer_step)
         torch.autograd.backward = self._wrap_backward(torch.autograd.backward)
         self._remember_unscaled_losses()
@@ -121,7 +131,10 @@ class Recorder:
             watch.activate()
             atexit.register(self._end_manual_step_at_exit)  # runs before agent's (registered first)
         seq = (tensors,) if isinstance(tensors, torch.Tensor) else tensors
-        watch.add(_grad_leaves([t for t in seq if isinstance(t, torch.Tensor)], inputs))
+        leaves = _grad_leaves([t for t in seq if isinstance(t, torch.Tensor)], inputs)
+        if self.start_values is not None:
+            self.start_values.remember(leaves)
+        watch.add(leaves)
 
     def _arm_forward_check(self) -> None:
         if self._watch is not None and self._forward_check is None:
@@ -161,6 +174,12 @@ class Recorder:
     def _end_manual_step_at_exit(self) -> None:
         if not self.written and not self.stopped:
             self._end_manual_step(stop=False)
+
+    def _before_optimizer_step(self, optimizer, args, kwargs) -> None:
+        if not any(known is optimizer for known in self.optimizers):
+            self.start_values.remember(
+                p for group in optimizer.param_groups for p in group["params"]
+            )
 
     def _after_optimizer_step(self, optimizer, args, kwargs) -> None:
         if self.stopped:
@@ -228,6 +247,10 @@ class Recorder:
                 {"step": i + 1, "loss": loss} for i, loss in enumerate(self._loss_values())
             ]
             params, devices = self._params()
+            if self.start_values is not None:
+                trace["params_moved"], trace["params_tracked"] = self.start_values.moved(
+                    param for _, param in self._named_param_tensors()
+                )
             torch.save(params, params_file(config.trace_dir, config.side, pid))
             trace["params_file"] = os.path.basename(params_file(config.trace_dir, config.side, pid))
             trace["param_count"] = len(params)
@@ -266,18 +289,18 @@ class Recorder:
 
     def _params(self) -> tuple[dict[str, torch.Tensor], set[str]]:
         params, devices = {}, set()
-
-        def save(name: str, param: torch.Tensor) -> None:
+        for name, param in self._named_param_tensors():
             devices.add(param.device.type)
             params[name] = param.detach().to("cpu").clone()
+        return params, devices
 
+    def _named_param_tensors(self):
         for i, optimizer in enumerate(self.optimizers):
             for g, group in enumerate(optimizer.param_groups):
                 for j, param in enumerate(group["params"]):
-                    save(f"optimizer{i}.group{g}.param{j}", param)
+                    yield f"optimizer{i}.group{g}.param{j}", param
         for j, param in enumerate(self.manual_params):
-            save(f"manual.param{j}", param)
-        return params, devices
+            yield f"manual.param{j}", param
 
     def _rank(self, xla_ready: bool) -> tuple[int, str]:
         if xla_ready:
