@@ -460,6 +460,21 @@ class TpuCodemod(VisitorBasedCodemodCommand):
                 return None
         return None
 
+    def assigned_value(self, assignment) -> cst.BaseExpression | None:
+        """The expression a scope assignment binds to its name (``x = value``,
+        ``x: T = value``); None for any other binding: a parameter, an import, a loop variable, a
+        part of a tuple target, an augmented assignment."""
+        bound = getattr(assignment, "node", None)
+        if not isinstance(bound, cst.Name):
+            return None
+        target = self.get_metadata(ParentNodeProvider, bound, None)
+        if isinstance(target, cst.AnnAssign) and target.target is bound:
+            return target.value
+        if not isinstance(target, cst.AssignTarget):
+            return None
+        statement = self.get_metadata(ParentNodeProvider, target, None)
+        return statement.value if isinstance(statement, cst.Assign) else None
+
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         # libcst's visit order, without copying the nodes the rule leaves alone, nor entering
         # those it has nothing to do in

@@ -72,15 +72,8 @@ def _binds_an_index(rule, assignment, depth: int) -> bool:
     bound = getattr(assignment, "node", None)
     if isinstance(bound, cst.Param):
         return _param_is_an_index(rule, bound, depth)
-    if not isinstance(bound, cst.Name):
-        return False  # an import, a function or class, a loop variable...
-    target = _parent(rule, bound)
-    statement = _parent(rule, target)
-    if isinstance(target, cst.AssignTarget) and isinstance(statement, cst.Assign):
-        return is_device_index(rule, statement.value, depth)
-    if isinstance(target, cst.AnnAssign) and target.value is not None:
-        return is_device_index(rule, target.value, depth)
-    return False
+    value = rule.assigned_value(assignment)  # None: an import, a loop variable...
+    return value is not None and is_device_index(rule, value, depth)
 
 
 def _param_is_an_index(rule, param: cst.Param, depth: int) -> bool:

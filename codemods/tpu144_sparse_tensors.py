@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, ScopeProvider
+from libcst.metadata import ScopeProvider
 
 from migrate.fastcst.facts import FileFacts
 from ._base import FindingDoc, Invalid, Safety, TpuCodemod, Valid
@@ -211,15 +209,7 @@ class SparseTensors(TpuCodemod):
             ]  # (the assignment the read is part of is not before it)
             before = [a for a in local if self.position(a.node)[0] < read_line]
             assignments = [max(before, key=lambda a: self.position(a.node))] if before else []
-        values = [self._bound_value(a) for a in assignments]
+        values = [self.assigned_value(a) for a in assignments]
         return bool(values) and all(
             v is not None and (self._to_sparse(v) or self._sparse_constructor(v)) for v in values
         )
-
-    def _bound_value(self, assignment) -> Optional[cst.BaseExpression]:
-        bound = getattr(assignment, "node", None)
-        target = self.get_metadata(ParentNodeProvider, bound, None) if bound is not None else None
-        if not isinstance(target, cst.AssignTarget) or target.target is not bound:
-            return None
-        statement = self.get_metadata(ParentNodeProvider, target, None)
-        return statement.value if isinstance(statement, cst.Assign) else None
