@@ -143,6 +143,17 @@ class SparseTensors(TpuCodemod):
             findings=[FINDING, FINDING],
             why="a name bound only to a sparse tensor, and a constructor moved directly",
         ),
+        Invalid(
+            "import torch\n\n\ndef to_device(features, device):\n"
+            "    sparse: torch.Tensor = features.to_sparse()\n"
+            "    return sparse.to(device)\n",
+            "import torch\n\n\ndef to_device(features, device):\n"
+            "    sparse: torch.Tensor = features.to_sparse()\n"
+            f"    # TODO(tpu-migrate): {FINDING} {MESSAGE}\n"
+            "    return sparse.to_dense().to(device)\n",
+            findings=[FINDING],
+            why="an annotated assignment binds the sparse tensor",
+        ),
     ]
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
