@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import libcst as cst
+from libcst.metadata import ParentNodeProvider
 
 from migrate.fastcst.facts import FileFacts
-from ._base import Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
+from ._base import TORCH_XLA, Invalid, Safety, TpuCodemod, Valid, code_of, walk_all
 from ._frameworks import ACCELERATE, uses_a_framework
 from ._loops import ModuleIndex
+from ._statements import AppliesStatementEdits
 
 OPTIMIZER_PACKAGE = "torch.optim."
 NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
 PARAMETER_METHODS = frozenset({"parameters", "named_parameters"})
 MOVE_METHODS = frozenset({"to", "cuda", "to_empty"})
+MOVE_SELF = "self.to(torch_xla.device())\n"
 
 
-class ModelBeforeOptimizer(TpuCodemod):
+class ModelBeforeOptimizer(AppliesStatementEdits, TpuCodemod):
     """
     What it does
         When a model is built (``model = Net(...)``) and an optimizer is then built from its
@@ -24,6 +27,10 @@ class ModelBeforeOptimizer(TpuCodemod):
         there, else ``torch_xla.device()``). Parameter groups built from
         ``model.named_parameters()`` count too. A later ``model.to(device)`` becomes a no-op and
         is left in place.
+        A module that builds its own optimizer in ``__init__`` (``self.opt =
+        Adam(self.parameters())``) moves itself first: ``self.to(torch_xla.device())`` goes
+        right above the optimizer. ``torch_xla.device()`` and not a ``device`` name, which in
+        ``__init__`` is often a parameter left at None (``nn.Linear``'s signature).
         A model handed to ``accelerator.prepare(...)`` is left as it is: prepare moves it and
         points the prepared optimizer at the moved parameters.
 
@@ -151,6 +158,24 @@ class ModelBeforeOptimizer(TpuCodemod):
             "        self.optimizer = torch.optim.SGD(self.net.parameters(), lr=0.1)\n"
             "        self.net.to(device)\n",
         ),
+        Invalid(
+            "import torch\nfrom torch.optim import Adam\n\n\n"
+            "class Layer(torch.nn.Linear):\n"
+            "    def __init__(self, in_features, out_features, bias=True, device=None):\n"
+            "        super().__init__(in_features, out_features, bias, device)\n"
+            "        self.relu = torch.nn.ReLU()\n"
+            "        self.opt = Adam(self.parameters(), lr=0.03)\n\n\n"
+            "layers = [Layer(784, 500).to(device), Layer(500, 500).to(device)]\n",
+            "import torch\nfrom torch.optim import Adam\nimport torch_xla\n\n\n"
+            "class Layer(torch.nn.Linear):\n"
+            "    def __init__(self, in_features, out_features, bias=True, device=None):\n"
+            "        super().__init__(in_features, out_features, bias, device)\n"
+            "        self.relu = torch.nn.ReLU()\n"
+            "        self.to(torch_xla.device())\n"
+            "        self.opt = Adam(self.parameters(), lr=0.03)\n\n\n"
+            "layers = [Layer(784, 500).to(device), Layer(500, 500).to(device)]\n",
+            why="a module that builds its own optimizer moves itself first (device is None here)",
+        ),
     ]
 
     def __init__(self, context) -> None:
@@ -165,6 +190,29 @@ class ModelBeforeOptimizer(TpuCodemod):
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._scan_block(node.body)
+        if self.index is None and self._is_method_body(node, "__init__"):
+            self._move_self_before_its_optimizer(node.body)
+
+    def _is_method_body(self, block: cst.IndentedBlock, name: str) -> bool:
+        function = self.get_metadata(ParentNodeProvider, block, None)
+        if not isinstance(function, cst.FunctionDef) or function.name.value != name:
+            return False
+        body = self.get_metadata(ParentNodeProvider, function, None)
+        return isinstance(self.get_metadata(ParentNodeProvider, body, None), cst.ClassDef)
+
+    def _move_self_before_its_optimizer(self, statements) -> None:
+        """``__init__`` builds an optimizer from ``self.parameters()`` before anything moved
+        ``self``: the module moves itself right above it."""
+        for statement in statements:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            if any(_moves(small, "self") for small in statement.body):
+                return
+            if any(_feeds(o, "self") for s in statement.body for o in self._optimizer_calls(s)):
+                self.require_import(TORCH_XLA)
+                self.edits.insert_before(statement, cst.parse_statement(MOVE_SELF))
+                self.record_rewrite()
+                return
 
     def _scan_block(self, statements) -> None:
         """Walk one block in order: models built, moved, wrapped and fed to an optimizer."""
