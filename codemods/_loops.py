@@ -219,7 +219,7 @@ class ModuleIndex:
         self.while_loops: list[cst.While] = []
         self.functions: list[cst.FunctionDef] = []
         self.classes: list[cst.ClassDef] = []
-        self._callees: dict[tuple[bool, str], list[cst.Call]] | None = None
+        self._callees: dict[tuple[bool | None, str], list[cst.Call]] | None = None
         self._collect()
 
     @functools.cached_property
@@ -432,9 +432,57 @@ class ModuleIndex:
             return [c for c in candidates if self.enclosing_class(self.owner(c)) is owner_class]
         return [c for c in candidates if self._is_bound_to(c.func, function)]
 
-    def _calls_by_name(self) -> dict[tuple[bool, str], list[cst.Call]]:
-        """The calls that may call a function, in order, by (is a ``self.`` method call, name):
-        asking every call about every function made rules quadratic in the file's size."""
+    def calls_through_instances(self, method: cst.FunctionDef) -> list[cst.Call]:
+        """``obj.m(...)`` calls of a method ``m`` of a class of this file, ``obj`` being neither
+        ``self`` nor an imported name: the calls that reach ``m`` when ``obj`` is an instance
+        of its class (``trainer.train_step(batch)``). Which class ``obj`` belongs to is not
+        followed: a method name two classes share gets the calls of both."""
+        owner_class = self.enclosing_class(method)
+        if owner_class is None:
+            return []
+        calls = []
+        for call in self._calls_by_name().get((None, method.name.value), ()):
+            receiver = call.func.value  # type: ignore[attr-defined]
+            if self._is_imported(receiver):
+                continue
+            known = self._instance_of(receiver)
+            if known is None or known is owner_class:
+                calls.append(call)
+        return calls
+
+    def _instance_of(self, receiver: cst.BaseExpression) -> cst.ClassDef | None:
+        """The class of this file ``receiver`` is an instance of, when every assignment of the
+        name is a call of that one class (``net = Net(...)``); None when that is not known."""
+        if not isinstance(receiver, cst.Name):
+            return None
+        bound = self.rule.bindings_of(receiver)
+        classes = set()
+        for assignment in bound[1] if bound is not None else ():
+            value = self.rule.assigned_value(assignment)
+            if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name):
+                return None
+            made = self.rule.bindings_of(value.func)
+            nodes = [getattr(a, "node", None) for a in made[1]] if made is not None else []
+            if len(nodes) != 1 or not isinstance(nodes[0], cst.ClassDef):
+                return None
+            classes.add(nodes[0])
+        return classes.pop() if len(classes) == 1 else None
+
+    def _is_imported(self, receiver: cst.BaseExpression) -> bool:
+        head = receiver
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        if not isinstance(head, cst.Name):
+            return False
+        bound = self.rule.bindings_of(head)
+        return bound is not None and any(
+            isinstance(getattr(a, "node", None), (cst.Import, cst.ImportFrom)) for a in bound[1]
+        )
+
+    def _calls_by_name(self) -> dict[tuple[bool | None, str], list[cst.Call]]:
+        """The calls that may call a function, in order, by (is a ``self.`` method call, name);
+        None for a method call on anything else. Asking every call about every function made
+        rules quadratic in the file's size."""
         if self._callees is None:
             self._callees = {}
             for call in self.calls:
@@ -447,6 +495,8 @@ class ModuleIndex:
                     and func.value.value == "self"
                 ):
                     self._callees.setdefault((True, func.attr.value), []).append(call)
+                elif isinstance(func, cst.Attribute):
+                    self._callees.setdefault((None, func.attr.value), []).append(call)
         return self._callees
 
     def _is_bound_to(self, name: cst.Name, function: cst.FunctionDef) -> bool:

@@ -340,6 +340,37 @@ class StepBoundary(AppliesStatementEdits, TpuCodemod):
             why="a step function whose loop lives in another file is flagged",
         ),
         Invalid(
+            "import torch\n\n\n"
+            "class Worker:\n"
+            "    def update(self, batch):\n"
+            "        self.model(batch).backward()\n"
+            "        self.optimizer.step()\n\n\n"
+            "class Team:\n"
+            "    def update(self, batch):\n"
+            "        for worker in self.workers:\n"
+            "            worker.update(batch)\n\n\n"
+            "team = Team()\n"
+            "for batch in loader:\n"
+            "    team.update(batch)\n",
+            "import torch\n"
+            "import torch_xla\n"
+            "import torch_xla.core.xla_model as xm\n\n\n"
+            "class Worker:\n"
+            "    def update(self, batch):\n"
+            "        self.model(batch).backward()\n"
+            "        xm.optimizer_step(self.optimizer)\n\n\n"
+            "class Team:\n"
+            "    def update(self, batch):\n"
+            "        for worker in self.workers:\n"
+            "            worker.update(batch)\n"
+            "            torch_xla.sync()\n\n\n"
+            "team = Team()\n"
+            "for batch in loader:\n"
+            "    team.update(batch)\n",
+            why="a method that steps, called on an object (worker.update), is followed into the "
+            "caller's loop; team is known to be a Team, whose update does not step itself",
+        ),
+        Invalid(
             "import torch\n\n"
             "for x, y in loader: opt.zero_grad(); model(x, y).backward(); opt.step()\n",
             "import torch\n"
@@ -403,7 +434,7 @@ class StepBoundary(AppliesStatementEdits, TpuCodemod):
         markers: list[tuple[cst.CSTNode, bool]] = [(c, True) for c in steps + xla_steps]
         markers += [(c, False) for c in backwards]
         for function, is_step in self._step_functions(steps + xla_steps, backwards, compiled):
-            markers += [(call, is_step) for call in index.calls_of(function)]
+            markers += [(call, is_step) for call in self._calls_reaching(function)]
         loops: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
         for marker, is_step in markers:
             loop = index.training_loop_of(marker)
@@ -495,6 +526,10 @@ class StepBoundary(AppliesStatementEdits, TpuCodemod):
                 found[id(function)] = (function, previous or is_step)
         return list(found.values())
 
+    def _calls_reaching(self, function: cst.FunctionDef) -> list[cst.Call]:
+        """Its calls: ``f(...)``, ``self.f(...)``, and ``obj.f(...)`` for a method."""
+        return self.index.calls_of(function) + self.index.calls_through_instances(function)
+
     def _compiled_functions(self) -> set[int]:
         """Functions passed to (or decorated with) ``torch_xla.compile``: it cuts the graph."""
         names = {
@@ -577,7 +612,7 @@ class StepBoundary(AppliesStatementEdits, TpuCodemod):
             return
         if any(self._syncs(c) for c in calls_in(function.body)):
             return
-        if any(self.index.loops_around(c) for c in self.index.calls_of(function)):
+        if any(self.index.loops_around(c) for c in self._calls_reaching(function)):
             return
         self.flag(
             call,
