@@ -78,7 +78,10 @@ class StepBoundary(AppliesStatementEdits, TpuCodemod):
           ``with xp.StepTrace(...)`` or a call of a function of this file that syncs.
 
         A function that steps an optimizer outside any loop (``train_step(batch)``) is followed
-        into the loops of this file that call it; the boundary goes after that call. When no
+        into the loops of this file that call it; the boundary goes after that call. A method
+        is followed through ``self.m(...)`` and through ``obj.m(...)`` calls on other objects
+        (``layer.train_step(x)``), unless ``obj`` is known to be an instance of another class
+        of the file (every assignment of it builds that class). When no
         such call exists and the function is not compiled with ``torch_xla.compile``, the step
         is flagged (TPU221): the caller elsewhere must cut the graph. A ``continue`` before the
         boundary skips it for that iteration: the graph then grows into the next iteration and
