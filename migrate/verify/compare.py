@@ -304,6 +304,49 @@ def untrained(
     )
 
 
+def loose_bounds(
+    verdict: Verdict, rows: list[StepRow], params: dict | None
+) -> tuple[Verdict, list[str]]:
+    """An equivalent verdict, checked for what its bounds could tell. A bound as large as the
+    value it bounds (a loss, a parameter tensor's norm) accepts anything of that size: the noise
+    runs drifted that far, so the loop is chaotic there and a broken migration would pass too.
+    A note counts such values; when every compared value is one, nothing was shown."""
+    if verdict.verdict != EQUIVALENT:
+        return verdict, []
+    losses = [r for r in rows if r.bound is not None and r.original]
+    loose_losses = [r for r in losses if r.bound >= abs(r.original)]
+    tensors = [
+        t
+        for t in (params or {}).get("tensors") or []
+        if t.get("original_norm") and t.get("bound") is not None
+    ]
+    loose_tensors = [t for t in tensors if t["bound"] >= t["original_norm"]]
+    if not loose_losses and not loose_tensors:
+        return verdict, []
+    what = []
+    if loose_losses:
+        first = min(r.step for r in loose_losses)
+        what.append(f"{len(loose_losses)} of {len(losses)} losses (from step {first})")
+    if loose_tensors:
+        what.append(f"{len(loose_tensors)} of {len(tensors)} parameter tensors")
+    words = " and ".join(what)
+    if len(loose_losses) == len(losses) and len(loose_tensors) == len(tensors):
+        return (
+            Verdict(
+                INCONCLUSIVE,
+                f"the bounds are as large as the values they bound ({words}): the noise runs "
+                "drift that far from the original, so any result would pass (a chaotic loop: "
+                "fewer --steps keep the bounds tight)",
+            ),
+            [],
+        )
+    return verdict, [
+        f"loose bounds: {words} have a bound as large as the value itself (the noise runs "
+        "drifted that far), so they could not tell a broken migration from a correct one; the "
+        "verdict rests on the others (fewer --steps keep the bounds tight)"
+    ]
+
+
 def _num(value: float | None, spec: str = ".8g") -> str:
     return "n/a" if value is None else format(value, spec)
 

@@ -23,6 +23,7 @@ from .compare import (
     decide,
     strict_failures,
     summarize_hygiene,
+    loose_bounds,
     untrained,
 )
 from .notes import failure_hints, run_notes
@@ -249,8 +250,9 @@ def _run(options: Options, report: Report, temp: Path) -> None:
     report.margin = margin(report.rows, report.params)
     strict = strict_failures(report.hygiene) if options.strict else []
     verdict = decide(report.rows, report.params, report.tolerance, strict)
-    report.verdict, notes = untrained(verdict, original_trace, report.rows)
-    report.notes.extend(notes)
+    verdict, untrained_notes = untrained(verdict, original_trace, report.rows)
+    report.verdict, loose_notes = loose_bounds(verdict, report.rows, report.params)
+    report.notes += untrained_notes + loose_notes
 
 
 def _usable_noise(options: Options, report: Report) -> list[SideRun]:

@@ -14,6 +14,7 @@ from migrate.verify.compare import (
     Tolerance,
     compare_losses,
     decide,
+    loose_bounds,
     strict_failures,
     summarize_hygiene,
     untrained,
@@ -135,6 +136,50 @@ def test_only_an_equivalent_verdict_is_questioned():
     different = decide(rows, PARAMS_OK, FP32, [])
     frozen = {"params_moved": 0, "params_tracked": 2}
     assert different.verdict == DIFFERENT and untrained(different, frozen, rows) == (different, [])
+
+
+def _tensor(norm, bound):
+    return {"name": "t", "original_norm": norm, "bound": bound}
+
+
+def _noisy_rows(*drifts):
+    losses = steps(*(2.0 for _ in drifts))
+    noises = [[{"step": i + 1, "loss": 2.0 + d} for i, d in enumerate(drifts)]]
+    return compare_losses(losses, losses, Tolerance(1e-5, 1e-6), noises)
+
+
+def test_bounds_as_large_as_their_values_are_counted_in_a_note():
+    rows = _noisy_rows(1e-7, 0.5)  # step 2: 10 x 0.5 drift >= |2.0|
+    params = {**PARAMS_OK, "tensors": [_tensor(3.0, 1e-4), _tensor(3.0, 4.0), _tensor(0.0, 1e-6)]}
+    equivalent = decide(rows, params, FP32, [])
+    verdict, notes = loose_bounds(equivalent, rows, params)
+    assert verdict is equivalent
+    assert notes == [
+        "loose bounds: 1 of 2 losses (from step 2) and 1 of 2 parameter tensors have a bound as "
+        "large as the value itself (the noise runs drifted that far), so they could not tell a "
+        "broken migration from a correct one; the verdict rests on the others (fewer --steps "
+        "keep the bounds tight)"
+    ]
+
+
+def test_a_verdict_whose_every_bound_is_loose_is_inconclusive():
+    rows = _noisy_rows(0.3, 0.5)
+    params = {**PARAMS_OK, "tensors": [_tensor(3.0, 4.0)]}
+    verdict, notes = loose_bounds(decide(rows, params, FP32, []), rows, params)
+    assert verdict.verdict == INCONCLUSIVE and notes == []
+    assert verdict.reason.startswith(
+        "the bounds are as large as the values they bound (2 of 2 losses (from step 1) and 1 of 1 "
+        "parameter tensors)"
+    )
+
+
+def test_tight_bounds_and_other_verdicts_are_left_alone():
+    rows = _noisy_rows(1e-7, 1e-6)
+    params = {**PARAMS_OK, "tensors": [_tensor(3.0, 1e-4)]}
+    equivalent = decide(rows, params, FP32, [])
+    assert loose_bounds(equivalent, rows, params) == (equivalent, [])
+    different = decide(rows, {**params, "mismatched": ["t"], "worst": "t"}, FP32, [])
+    assert loose_bounds(different, rows, params) == (different, [])
 
 
 def _snapshots(compiles, executions, transfers):
