@@ -4,7 +4,7 @@
 
 Exit codes: 0 equivalent, 1 not equivalent (or --strict hygiene failure), 2 a run failed, 3 usage error,
 4 not on XLA (the migrated run's training executed no XLA graph), 5 inconclusive (the original run
-changed no parameter and its loss never moved).
+changed no parameter and its loss never moved, or every bound is as large as its value).
 """
 
 from __future__ import annotations
