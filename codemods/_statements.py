@@ -356,16 +356,23 @@ def _kept_above(
     follows_directly = not following_own or not _is_blank(following_own[0])
     if follows_directly and not _leaves_block(following):
         return [*above, *own_comments]
-    return above
+    return [*above, *_markers(own_comments)]
 
 
 def _kept_at_end(carried: Lines) -> list[cst.EmptyLine]:
     """What stays of the lines of a removed statement that ended its block: the comments above
-    its own ones (with the blank lines between them), never blank lines alone."""
-    above, _ = _split_own_comments(carried)
-    if not any(line.comment for line in above):
+    its own ones (with the blank lines between them) and the markers among its own ones, never
+    blank lines alone."""
+    above, own_comments = _split_own_comments(carried)
+    kept = [*above, *_markers(own_comments)]
+    if not any(line.comment for line in kept):
         return []
-    return _without_trailing_blanks(above)
+    return _without_trailing_blanks(kept)
+
+
+def _markers(lines: Lines) -> list[cst.EmptyLine]:
+    """The ``# TODO(tpu-migrate)`` markers among ``lines``: they never go with a statement."""
+    return [line for line in lines if line.comment and line.comment.value.startswith(MARKER_PREFIX)]
 
 
 def _split_own_comments(lines: Lines) -> tuple[list[cst.EmptyLine], list[cst.EmptyLine]]:

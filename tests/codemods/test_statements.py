@@ -149,6 +149,18 @@ def test_a_body_emptied_across_two_rules_goes_with_its_if():
         """
     )
     module = cst.parse_module(source)
-    output = run_pipeline(module, source, Selection.from_options(["TPU135", "TPU104"]), "c.py")[0]
-    assert "if device" not in output and "pass" not in output
-    assert output.endswith("net = Net()\n\nnet(x)\n")
+    selection = Selection.from_options(["TPU135", "TPU104", "TPU203"])
+    output = run_pipeline(module, source, selection, "case.py")[0]
+    assert output.endswith(
+        "net = Net()\n"
+        "# TODO(tpu-migrate): TPU203 nn.DataParallel removed: data parallelism on TPU is one "
+        "process per device (torch_xla.launch) or SPMD\n\nnet(x)\n"
+    ), "the marker TPU135 put on the statement TPU104 removed is kept"
+
+
+def test_a_marker_above_a_removed_statement_moves_on():
+    source = "if a:\n    x = 1\n    # TODO(tpu-migrate): TPU299 a note\n    EMPTY\n\ny = 2\n"
+    expected = "if a:\n    x = 1\n    # TODO(tpu-migrate): TPU299 a note\n\ny = 2\n"
+    assert _tpu104(source) == expected
+    source = "x = 1\n# TODO(tpu-migrate): TPU299 a note\nEMPTY\n\ny = 2\n"
+    assert _tpu104(source) == "x = 1\n# TODO(tpu-migrate): TPU299 a note\n\ny = 2\n"
