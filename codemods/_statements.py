@@ -200,7 +200,6 @@ class StatementEdits:
         at = kept[-1] if kept and _is_jump(pieces[kept[-1]].statement) else len(pieces)
         return [*pieces[:at], *appended, *pieces[at:]]
 
-
     def _holds_emptied_if(self, block: Block) -> bool:
         return bool(self.emptied) and any(
             isinstance(statement, cst.If) and self._has_emptied_branch(statement)

@@ -73,7 +73,9 @@ def test_an_emptied_elif_before_a_live_else_stays():
 
 def test_an_emptied_if_before_a_live_branch_stays():
     assert _tpu104("if a:\n    EMPTY\nelse:\n    x = 2\n") == "if a:\n    pass\nelse:\n    x = 2\n"
-    assert _tpu104("if a:\n    EMPTY\nelif b:\n    x = 2\n") == "if a:\n    pass\nelif b:\n    x = 2\n"
+    assert (
+        _tpu104("if a:\n    EMPTY\nelif b:\n    x = 2\n") == "if a:\n    pass\nelif b:\n    x = 2\n"
+    )
 
 
 def test_an_emptied_else_goes_whatever_the_test():
@@ -101,21 +103,18 @@ def test_a_function_left_empty_keeps_its_pass():
 
 
 def test_the_comments_of_a_dropped_body_move_on():
-    source = _dedent(
-        """\
+    source = _dedent("""\
         if a:
             # about the whole block
 
             EMPTY
         x = 1
-        """
-    )
+        """)
     assert _tpu104(source) == "# about the whole block\nx = 1\n"
 
 
 def test_the_comments_of_a_dropped_else_move_below_the_statement():
-    source = _dedent(
-        """\
+    source = _dedent("""\
         if a:
             x = 1
         # the other way
@@ -124,8 +123,7 @@ def test_the_comments_of_a_dropped_else_move_below_the_statement():
 
             EMPTY
         y = 2
-        """
-    )
+        """)
     assert _tpu104(source) == "if a:\n    x = 1\n# the other way\n# a note\ny = 2\n"
 
 
@@ -135,8 +133,7 @@ def test_the_comments_right_above_a_dropped_if_go_with_it_as_a_statements_do():
 
 
 def test_a_body_emptied_across_two_rules_goes_with_its_if():
-    source = _dedent(
-        """\
+    source = _dedent("""\
         import torch
         import torch.backends.cudnn as cudnn
 
@@ -146,8 +143,7 @@ def test_a_body_emptied_across_two_rules_goes_with_its_if():
             cudnn.benchmark = True
 
         net(x)
-        """
-    )
+        """)
     module = cst.parse_module(source)
     selection = Selection.from_options(["TPU135", "TPU104", "TPU203"])
     output = run_pipeline(module, source, selection, "case.py")[0]
