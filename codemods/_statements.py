@@ -22,6 +22,18 @@ Where the lines of a removed statement S go (N: the statement now following it):
 - Blank lines never pile up: joined lines keep no longer a run of blank lines than either side had.
 - A block's new first statement starts right below the block header (or the file's header).
 - Removing several statements gives the result of removing them one after another, top down.
+
+An ``if`` whose body the pass emptied (the ``pass`` this module puts in a block left empty, never
+one the user wrote) goes too when that cannot change what runs: its test has no side effects
+(names, attributes, constants, comparisons, arithmetic and boolean operations, ``PURE_CALLS``)
+and it has no ``elif``/``else`` that still does something. An emptied ``else`` goes whatever the
+test, and so does an emptied last ``elif`` with such a test; an emptied branch before a live one
+stays (it decides which branch runs). The ``if`` goes as a removed statement, by the rules above;
+the comments left in a dropped body or branch move on as the lines above S's own comments do.
+
+A ``# TODO(tpu-migrate)`` marker above a removed statement never goes with it: it reports
+something about the code around it (an earlier rule put it on the statement following one it
+removed), so it moves on like the lines above S's own comments.
 """
 
 from __future__ import annotations
@@ -30,6 +42,36 @@ from dataclasses import dataclass, field
 from typing import Callable, Container, Sequence, Union
 
 import libcst as cst
+
+from ._base import MARKER_PREFIX
+
+# Calls known to only answer a question: an ``if`` testing them can go with its emptied body.
+PURE_CALLS = frozenset(
+    {
+        "torch.accelerator.is_available",
+        "torch.backends.cudnn.is_available",
+        "torch.backends.mps.is_available",
+        "torch.cuda.device_count",
+        "torch.cuda.is_available",
+        "torch.cuda.is_bf16_supported",
+        "torch.distributed.is_available",
+        "torch.distributed.is_initialized",
+    }
+)
+# Expressions with no side effects of their own when their parts have none.
+PURE_EXPRESSIONS = (
+    cst.Name,
+    cst.Attribute,
+    cst.Integer,
+    cst.Float,
+    cst.Imaginary,
+    cst.SimpleString,
+    cst.ConcatenatedString,
+    cst.Comparison,
+    cst.BooleanOperation,
+    cst.UnaryOperation,
+    cst.BinaryOperation,
+)
 
 Block = Union[cst.IndentedBlock, cst.Module]
 Lines = Sequence[cst.EmptyLine]
@@ -71,6 +113,11 @@ class StatementEdits:
     # Edits of a statement (or at the end of a block) for which this says True are not made:
     # the statement carries a ``# tpu-migrate: ignore[...]`` naming the rule.
     refuses: Callable[[cst.CSTNode], bool] = lambda target: False
+    # Whether a call is one of ``PURE_CALLS`` (the rule knows what names refer to).
+    pure_call: Callable[[cst.Call], bool] = lambda call: False
+    # The ``pass`` lines (and one-line suites) this pass put in blocks it emptied, by id; kept
+    # here so that their ids stay theirs.
+    emptied: dict[int, cst.CSTNode] = field(default_factory=dict)
 
     def remove(self, statement: cst.CSTNode) -> None:
         if not self.refuses(statement):
@@ -109,15 +156,23 @@ class StatementEdits:
             kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
             return updated.with_changes(body=kept)
         if isinstance(updated, cst.SimpleStatementSuite):
-            return updated.with_changes(body=[cst.Pass()])
+            suite = updated.with_changes(body=[cst.Pass()])
+            self.emptied[id(suite)] = suite
+            return suite
         self.remove(original)
         return updated
 
     def apply(self, original: Block, updated: Block) -> Block:
         """``updated`` with the edits of ``original``'s statements applied."""
-        if not self._touches(original):
+        if not self._touches(original) and not self._holds_emptied_if(updated):
             return updated
-        return rebuild_block(updated, self._pieces(original, updated))
+        pieces = self._pieces(original, updated)
+        rebuilt = rebuild_block(updated, pieces)
+        if isinstance(rebuilt, cst.IndentedBlock) and not any(
+            piece.statement is not None and not piece.removed for piece in pieces
+        ):
+            self.emptied[id(rebuilt.body[0])] = rebuilt.body[0]  # the ``pass`` of rebuild_block
+        return rebuilt
 
     def _touches(self, original: Block) -> bool:
         ids = {id(statement) for statement in original.body}
@@ -135,6 +190,8 @@ class StatementEdits:
                 pieces += _replacement_pieces(replacement)
                 if replacement.ends_block:
                     return pieces
+            elif isinstance(new, cst.If) and id(old) not in self.removed:
+                pieces += self._if_pieces(new)
             else:
                 pieces.append(Piece(new, removed=id(old) in self.removed))
             pieces += [Piece(statement) for statement in self.after.get(id(old), ())]
@@ -142,6 +199,88 @@ class StatementEdits:
         kept = [i for i, p in enumerate(pieces) if p.statement is not None and not p.removed]
         at = kept[-1] if kept and _is_jump(pieces[kept[-1]].statement) else len(pieces)
         return [*pieces[:at], *appended, *pieces[at:]]
+
+    def _holds_emptied_if(self, block: Block) -> bool:
+        return bool(self.emptied) and any(
+            isinstance(statement, cst.If) and self._has_emptied_branch(statement)
+            for statement in block.body
+        )
+
+    def _has_emptied_branch(self, statement: cst.If) -> bool:
+        branch: cst.If | cst.Else | None = statement
+        while branch is not None:
+            if self._is_emptied(branch.body):
+                return True
+            branch = branch.orelse if isinstance(branch, cst.If) else None
+        return False
+
+    def _is_emptied(self, body: cst.BaseSuite) -> bool:
+        """``body`` is only the ``pass`` this pass put there."""
+        if isinstance(body, cst.SimpleStatementSuite):
+            return self.emptied.get(id(body)) is body
+        return len(body.body) == 1 and self.emptied.get(id(body.body[0])) is body.body[0]
+
+    def _if_pieces(self, statement: cst.If) -> list[Piece]:
+        """``statement`` without its emptied branches that can go, and the comments they held."""
+        pruned, comments = self._pruned(statement)
+        after = [Piece(None, lines=tuple(comments))] if comments else []
+        if pruned is None:
+            return [Piece(statement, removed=True), *after]
+        return [Piece(pruned), *after]
+
+    def _pruned(self, branch: cst.If) -> tuple[cst.If | None, list[cst.EmptyLine]]:
+        """``branch`` (an ``if`` or ``elif``) without its trailing branches that the pass
+        emptied and that need not run (None: all of it can go), and the comments of what goes.
+        The lines above an ``if`` that goes are not among them: they go with it as a statement's."""
+        orelse = branch.orelse
+        comments: list[cst.EmptyLine] = []
+        if isinstance(orelse, cst.If):
+            kept, comments = self._pruned(orelse)
+            if kept is None:
+                comments = merge_lines(_comments(orelse.leading_lines), comments)
+        elif isinstance(orelse, cst.Else) and self._is_emptied(orelse.body):
+            kept = None
+            comments = merge_lines(_comments(orelse.leading_lines), _body_comments(orelse.body))
+        else:
+            kept = orelse
+        if kept is None and self._is_emptied(branch.body) and self._is_pure(branch.test):
+            return None, merge_lines(_body_comments(branch.body), comments)
+        if kept is orelse:
+            return branch, comments
+        return branch.with_changes(orelse=kept), comments
+
+    def _is_pure(self, node: cst.BaseExpression) -> bool:
+        """``node`` has no side effects: made only of ``PURE_EXPRESSIONS`` and ``PURE_CALLS``."""
+        if isinstance(node, cst.Call):
+            return self.pure_call(node) and all(self._is_pure(arg.value) for arg in node.args)
+        if not isinstance(node, PURE_EXPRESSIONS):
+            return False
+        return all(self._is_pure(part) for part in _operands(node))
+
+
+def _operands(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The expressions ``node`` (one of ``PURE_EXPRESSIONS``) evaluates to compute its value."""
+    if isinstance(node, cst.Attribute):
+        return [node.value]
+    if isinstance(node, cst.Comparison):
+        return [node.left, *(target.comparator for target in node.comparisons)]
+    if isinstance(node, (cst.BooleanOperation, cst.BinaryOperation, cst.ConcatenatedString)):
+        return [node.left, node.right]
+    if isinstance(node, cst.UnaryOperation):
+        return [node.expression]
+    return []
+
+
+def _comments(lines: Lines) -> list[cst.EmptyLine]:
+    """``lines`` from their first comment to their last (blank lines alone are nothing)."""
+    return _without_trailing_blanks(_without_leading_blanks(lines))
+
+
+def _body_comments(body: cst.BaseSuite) -> list[cst.EmptyLine]:
+    """The comment lines of a block the pass emptied: above its ``pass`` and below it."""
+    if isinstance(body, cst.SimpleStatementSuite):
+        return []
+    return _comments(merge_lines(body.body[0].leading_lines, body.footer))
 
 
 class AppliesStatementEdits:
@@ -151,7 +290,10 @@ class AppliesStatementEdits:
     def __init__(self, context) -> None:
         super().__init__(context)  # type: ignore[call-arg]
         # TpuCodemod.refuses_statement_edit: no edit where a suppression names the rule
-        self.edits = StatementEdits(refuses=self.refuses_statement_edit)  # type: ignore
+        self.edits = StatementEdits(  # type: ignore
+            refuses=self.refuses_statement_edit,  # type: ignore
+            pure_call=lambda call: self.is_name(call.func, *PURE_CALLS),  # type: ignore
+        )
 
     def leave_IndentedBlock(
         self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
@@ -213,16 +355,23 @@ def _kept_above(
     follows_directly = not following_own or not _is_blank(following_own[0])
     if follows_directly and not _leaves_block(following):
         return [*above, *own_comments]
-    return above
+    return [*above, *_markers(own_comments)]
 
 
 def _kept_at_end(carried: Lines) -> list[cst.EmptyLine]:
     """What stays of the lines of a removed statement that ended its block: the comments above
-    its own ones (with the blank lines between them), never blank lines alone."""
-    above, _ = _split_own_comments(carried)
-    if not any(line.comment for line in above):
+    its own ones (with the blank lines between them) and the markers among its own ones, never
+    blank lines alone."""
+    above, own_comments = _split_own_comments(carried)
+    kept = [*above, *_markers(own_comments)]
+    if not any(line.comment for line in kept):
         return []
-    return _without_trailing_blanks(above)
+    return _without_trailing_blanks(kept)
+
+
+def _markers(lines: Lines) -> list[cst.EmptyLine]:
+    """The ``# TODO(tpu-migrate)`` markers among ``lines``: they never go with a statement."""
+    return [line for line in lines if line.comment and line.comment.value.startswith(MARKER_PREFIX)]
 
 
 def _split_own_comments(lines: Lines) -> tuple[list[cst.EmptyLine], list[cst.EmptyLine]]:

@@ -246,8 +246,9 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
           An ``allow_tf32`` switch is deleted only when set to ``True``. The comment lines right
           above a deleted statement go with it (they described it) unless the next statement
           follows it directly (they may describe both); lines above them move to the next
-          statement; a block left empty gets ``pass``; imports left unused (``cudnn``) are
-          removed.
+          statement; an ``if`` left empty goes when its test has no side effects, any other
+          block left empty gets ``pass`` (``codemods/_statements.py``); imports left unused
+          (``cudnn``) are removed.
 
         ``torch.cuda.current_device()`` is flagged, not mapped: ``xr.local_ordinal()`` numbers
         processes, and each launched process sees a single device, ``xla:0``. ``import torch`` is
@@ -395,15 +396,28 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
         Invalid(
             "import torch\n\n\ndef main_worker(gpu, args):\n    if args.gpu is not None:\n"
             "        torch.cuda.set_device(args.gpu)\n    return torch.zeros(1)\n",
-            "import torch\n\n\ndef main_worker(gpu, args):\n    if args.gpu is not None:\n"
+            "import torch\n\n\ndef main_worker(gpu, args):\n    return torch.zeros(1)\n",
+            why="an if block left empty goes with its test, which has no side effects",
+        ),
+        Invalid(
+            "import torch\n\n\ndef main_worker(gpu, args):\n    if args.setup_gpu():\n"
+            "        torch.cuda.set_device(args.gpu)\n    return torch.zeros(1)\n",
+            "import torch\n\n\ndef main_worker(gpu, args):\n    if args.setup_gpu():\n"
             "        pass\n    return torch.zeros(1)\n",
-            why="the only statement of an if block becomes pass",
+            why="the only statement of an if block becomes pass when the test is a call that "
+            "may do something",
+        ),
+        Invalid(
+            "import torch\n\nif args.setup_gpu(): torch.cuda.set_device(args.gpu)\n"
+            "x = torch.zeros(1); torch.cuda.empty_cache(); y = x + 1\n",
+            "import torch\n\nif args.setup_gpu(): pass\nx = torch.zeros(1); y = x + 1\n",
+            why="one-line suites and semicolon-separated statements",
         ),
         Invalid(
             "import torch\n\nif args.gpu is not None: torch.cuda.set_device(args.gpu)\n"
-            "x = torch.zeros(1); torch.cuda.empty_cache(); y = x + 1\n",
-            "import torch\n\nif args.gpu is not None: pass\nx = torch.zeros(1); y = x + 1\n",
-            why="one-line suites and semicolon-separated statements",
+            "x = torch.zeros(1)\n",
+            "import torch\n\nx = torch.zeros(1)\n",
+            why="a one-line if left empty goes with its test, which has no side effects",
         ),
         Invalid(
             "import torch\n\n\ndef finish(model):\n    model.eval()\n    # last: drop the cache\n"
@@ -529,8 +543,8 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
             "            # make the log line accurate\n            torch.cuda.synchronize()\n",
             "import torch\n\n\ndef train(model, loader, opt):\n"
             "    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
-            "        opt.step()\n        if step % 100 == 0:\n            pass\n",
-            why="a periodic untimed wait inside the training loop is deleted too",
+            "        opt.step()\n",
+            why="a periodic untimed wait inside the training loop is deleted too, with its if",
         ),
     ]
 

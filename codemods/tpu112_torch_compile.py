@@ -152,8 +152,8 @@ class TorchCompile(AppliesStatementEdits, TpuCodemod):
         ),
         Invalid(
             "import torch\n\nif args.compile:\n    model = torch.compile(model)\nmodel.to(torch.float32)\n",
-            "import torch\n\nif args.compile:\n    pass\nmodel.to(torch.float32)\n",
-            why="an optional compile leaves its (now empty) branch for a human to delete",
+            "import torch\n\nmodel.to(torch.float32)\n",
+            why="an optional compile goes with its if, left empty",
         ),
         Invalid(
             "import torch\n\n\ndef build(cfg):\n    net = torch.nn.Linear(cfg.d, 1)\n    return torch.compile(net)\n",

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider
+from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from migrate.fastcst.facts import FileFacts
-from ._base import FindingDoc, Invalid, Safety, TpuCodemod, Valid
+from ._base import FindingDoc, Invalid, Safety, TpuCodemod, Valid, walk_all
 from ._distributed import LaysOutRebuiltCalls
 from ._statements import AppliesStatementEdits
 
@@ -23,6 +23,13 @@ class DataParallel(LaysOutRebuiltCalls, AppliesStatementEdits, TpuCodemod):
         ``nn.DataParallel(model, ...)`` becomes ``model``, and ``model = nn.DataParallel(model)``
         is removed, with a TPU203 finding (on the statement after it when the statement goes).
         Split off from TPU108, which still names it.
+
+        When the wrapped model is a name assigned the wrapper (``net = nn.DataParallel(net)``,
+        ``net = nn.DataParallel(Net()).to(device)``) and a later line of the file calls
+        ``net.load_state_dict(...)`` on that name (in its scope, or as a global in a function),
+        that call gets a TPU207 finding: a checkpoint the original saved from
+        ``net.state_dict()`` has keys that start with ``module.``, which the bare model does not
+        accept.
 
     Why
         ``DataParallel`` (one process driving several GPUs with threads) has no XLA equivalent:
@@ -57,6 +64,17 @@ class DataParallel(LaysOutRebuiltCalls, AppliesStatementEdits, TpuCodemod):
             "shard with SPMD. Check the batch size and learning rate: each process now has "
             "its own batch.",
         ),
+        "TPU207": FindingDoc(
+            "checkpoints the original saved from its nn.DataParallel model have keys starting "
+            "with 'module.': strip the prefix before load_state_dict",
+            why="nn.DataParallel keeps the model as its 'module' attribute, so its state_dict "
+            "names every entry 'module.<name>'. Without the wrapper, load_state_dict of a "
+            "checkpoint written by the original script fails with missing and unexpected keys.",
+            what_to_do="Strip the prefix from the loaded state dict first: "
+            "torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state, 'module.') "
+            "(in place; a state dict without the prefix, as the migrated script saves, is left "
+            "as it is), then net.load_state_dict(state).",
+        ),
     }
     TRIGGERS = ("DataParallel",)
 
@@ -89,11 +107,23 @@ class DataParallel(LaysOutRebuiltCalls, AppliesStatementEdits, TpuCodemod):
         ),
     ]
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._flagged_loads: set[int] = set()  # id(original load_state_dict call)
+        self._load_calls: list[cst.Call] | None = None
+        self._tree: cst.Module | None = None
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._tree = node
+
     def rebuilt_call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if self.is_name(original.func, *DATA_PARALLEL) and not self._is_wrapped_self_assignment(
             original
         ):
             self._flag_data_parallel(original, original)
+            model = self._assigned_name(original)
+            if model is not None:
+                self._flag_later_loads(model)
             return updated.args[0].value if updated.args else updated
         return updated
 
@@ -105,6 +135,8 @@ class DataParallel(LaysOutRebuiltCalls, AppliesStatementEdits, TpuCodemod):
             if isinstance(old, cst.Assign) and self._is_data_parallel_self_wrap(old):
                 removed.add(id(old))
                 self._flag_data_parallel(old.value, self._next_statement(original))
+                if isinstance(old.targets[0].target, cst.Name):
+                    self._flag_later_loads(old.targets[0].target)
         return self.edits.remove_small_statements(original, updated, removed)
 
     def _is_data_parallel_self_wrap(self, assign: cst.Assign) -> bool:
@@ -126,6 +158,60 @@ class DataParallel(LaysOutRebuiltCalls, AppliesStatementEdits, TpuCodemod):
         self.release_binding(call.func)
         self.record_rewrite()
         self.flag(marker_at, "TPU203", self.finding_doc("TPU203").summary)
+
+    def _assigned_name(self, call: cst.Call) -> cst.Name | None:
+        """``net`` of ``net = call`` or ``net = call.to(device)`` (methods called on it)."""
+        value: cst.CSTNode = call
+        parent = self.get_metadata(ParentNodeProvider, value, None)
+        while isinstance(parent, cst.Attribute) and parent.value is value:
+            method_call = self.get_metadata(ParentNodeProvider, parent, None)
+            if not (isinstance(method_call, cst.Call) and method_call.func is parent):
+                return None
+            value = method_call
+            parent = self.get_metadata(ParentNodeProvider, value, None)
+        if (
+            isinstance(parent, cst.Assign)
+            and parent.value is value
+            and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)
+        ):
+            return parent.targets[0].target
+        return None
+
+    def _flag_later_loads(self, model: cst.Name) -> None:
+        """TPU207 on each ``model.load_state_dict(...)`` below the wrap whose ``model`` is the
+        name the wrap assigns (read in its own scope, or as a global in a function)."""
+        wrapped_at = self.position(model)[0]
+        for call in self._load_state_dict_calls():
+            receiver = call.func.value  # type: ignore[attr-defined]
+            if (
+                receiver.value == model.value
+                and self.position(call)[0] > wrapped_at
+                and id(call) not in self._flagged_loads
+                and self._reads_binding_of(receiver, model)
+            ):
+                self._flagged_loads.add(id(call))
+                self.flag(call, "TPU207", self.finding_doc("TPU207").summary)
+
+    def _load_state_dict_calls(self) -> list[cst.Call]:
+        """Every ``name.load_state_dict(...)`` of the file, found once."""
+        if self._load_calls is None and self._tree is not None:
+            self._load_calls = [
+                node
+                for node in walk_all(self._tree)
+                if isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value == "load_state_dict"
+                and isinstance(node.func.value, cst.Name)
+            ]
+        return self._load_calls or []
+
+    def _reads_binding_of(self, name: cst.Name, target: cst.Name) -> bool:
+        """``name`` is read where ``target``'s assignment is one of the bindings it can mean."""
+        scope = self.get_metadata(ScopeProvider, name, None)
+        if scope is None:
+            return False
+        return any(assignment.node is target for assignment in scope[name.value])
 
     def _next_statement(self, statement: cst.CSTNode) -> cst.CSTNode:
         """Where a marker for ``statement`` goes when ``statement`` itself is removed."""

@@ -350,6 +350,12 @@ ROWS: tuple[Row, ...] = (
         "a sparse tensor made dense before it moves to the device",
     ),
     (
+        "TPU207",
+        "(finding of TPU135)",
+        "manual",
+        "checkpoints the original saved from its nn.DataParallel model have keys starting with 'module.': strip the prefix before load_state_dict",
+    ),
+    (
         "TPU211",
         "(finding of TPU143)",
         "manual",

@@ -21,9 +21,11 @@ import libcst as cst
 import libcst.matchers._visitors as matcher_visitors  # private: see visitors_set_up_faster
 from libcst.codemod import Codemod, CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+from libcst.metadata import MetadataWrapper, ScopeProvider
 
 from . import plain_libcst
 from .codegen import module_code
+from .metadata import _empty_scopes
 from .matchers import MATCHER_ATTRIBUTES
 
 ImportRequest = tuple[str, str | None, str | None]  # (module, obj, asname), libcst's form
@@ -210,10 +212,23 @@ def with_imports_removed(
     for statement in module.body:
         if id(statement) in statements_to_visit:
             alone = module.with_changes(body=[statement])
-            body.extend(RemoveImportsVisitor(alone_context).transform_module(alone).body)
+            body.extend(_imports_removed_alone(alone, alone_context).body)
         else:
             body.append(statement)
     return module.with_changes(body=body)
+
+
+def _imports_removed_alone(alone: cst.Module, context: CodemodContext) -> cst.Module:
+    """``RemoveImportsVisitor(context).transform_module(alone)``, with the scopes it computed
+    emptied after: they refer to the import it removes, which would otherwise wait with them for
+    the cycle collector (``metadata._empty_scopes``)."""
+    visitor = RemoveImportsVisitor(context)
+    wrapper = MetadataWrapper(alone)
+    with visitor.resolve(wrapper):
+        visitor.context = replace(visitor.context, wrapper=wrapper)
+        result = visitor.transform_module_impl(wrapper.module)
+    _empty_scopes(wrapper.resolve(ScopeProvider))  # resolved for the visitor: no new work
+    return result
 
 
 def _parsed(code: str) -> ast.Module | None:
