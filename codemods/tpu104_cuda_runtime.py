@@ -509,26 +509,6 @@ class CudaRuntimeCalls(AppliesStatementEdits, TpuCodemod):
             why="no device variable in scope: torch_xla.device()",
         ),
         Invalid(
-            "import torch\n\nidx = torch.cuda.current_device()\nr = torch.cuda.memory_reserved()\n",
-            "import torch\n\n"
-            "# TODO(tpu-migrate): TPU201 a CUDA device index has no meaning on XLA; use "
-            "torch_xla.device()\nidx = torch.cuda.current_device()\n"
-            "# TODO(tpu-migrate): TPU201 no reserved-memory stat on XLA; "
-            "xm.get_memory_info(device) has bytes_*\nr = torch.cuda.memory_reserved()\n",
-            findings=["TPU201", "TPU201"],
-            why="device index and reserved memory have no XLA meaning",
-        ),
-        Invalid(
-            "from torch.utils.cpp_extension import load\n\n"
-            "ops = load(name='fused', sources=['fused.cpp', 'fused_kernel.cu'])\n",
-            "from torch.utils.cpp_extension import load\n\n"
-            "# TODO(tpu-migrate): TPU202 custom C++/CUDA kernels do not run on XLA; use XLA ops "
-            "or a Pallas kernel\nops = load(name='fused', sources=['fused.cpp', "
-            "'fused_kernel.cu'])\n",
-            findings=["TPU202"],
-            why="a custom CUDA extension",
-        ),
-        Invalid(
             "# Copyright 2025 Example Inc.\nimport triton\n",
             "# Copyright 2025 Example Inc.\n"
             "# TODO(tpu-migrate): TPU202 Triton kernels do not run on TPU; use XLA ops or a "

@@ -1,0 +1,4 @@
+import torch
+
+idx = torch.cuda.current_device()
+r = torch.cuda.memory_reserved()
