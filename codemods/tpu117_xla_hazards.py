@@ -70,8 +70,10 @@ class XlaHazards(TpuCodemod):
         - TPU254 ``torch.zeros/ones/empty/full/arange/rand/randn/randint/tensor/eye/...``
           without ``device=`` in ``forward`` or a function it calls, unless moved at once
           (``.to(x.device)``). The message names ``forward``'s first input as the device to
-          use. Not rewritten: an input can legitimately live on the CPU (``lengths`` for
-          ``pack_padded_sequence``), and then ``device=lengths.device`` would be wrong.
+          use. TPU145 runs first and gives ``device=x.device`` to the factories whose own
+          arguments read a tensor ``x`` (``x.size(0)``, ``x.shape``, ``x.dtype``); the ones
+          reported here read none, and the first input is only a guess: an input can
+          legitimately live on the CPU (``lengths`` for ``pack_padded_sequence``).
         - TPU256 ``.data_ptr()``, ``.untyped_storage()``, ``.storage()`` anywhere in the file
           (identity logic breaks wherever the tensor is an XLA tensor).
         - TPU257 a slice in step code whose start advances with a loop (``source[i:i + n]``,
