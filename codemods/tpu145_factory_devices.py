@@ -225,7 +225,9 @@ def _read_of(node: cst.CSTNode) -> cst.Name | None:
 
 def _lands_on_cpu(call: cst.Call, index: ModuleIndex) -> bool:
     """No ``device=`` (nor ``**kwargs`` that may hold it), and not moved at once."""
-    if any(arg.star == "**" or (arg.keyword and arg.keyword.value == "device") for arg in call.args):
+    if any(
+        arg.star == "**" or (arg.keyword and arg.keyword.value == "device") for arg in call.args
+    ):
         return False
     attribute = index.parent(call)
     return not (isinstance(attribute, cst.Attribute) and attribute.attr.value in MOVES)
