@@ -443,9 +443,12 @@ class AdoptDevice(TpuCodemod):
         ]
 
     def _visible_bindings(self, name: str, owner: cst.CSTNode):
-        """The assignments of ``name`` that code in ``owner`` sees (its own, else the module's),
-        in source order; [] for a function or class of the module, None when there are none."""
-        scopes = [owner] if owner is self.index.module else [owner, self.index.module]
+        """The assignments of ``name`` that code in ``owner`` sees (its own, else those of the
+        functions it is defined in, else the module's), in source order; [] for a function or
+        class of the module, None when there are none."""
+        scopes = [owner]
+        while scopes[-1] is not self.index.module:
+            scopes.append(self.index.owner(scopes[-1]))
         for scope in scopes:
             found = [
                 b
