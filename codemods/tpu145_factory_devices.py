@@ -23,8 +23,6 @@ FACTORIES = frozenset(
 # not one: ``x`` may be a list.
 TENSOR_READ_METHODS = frozenset({"size"})
 TENSOR_READ_ATTRIBUTES = frozenset({"shape", "dtype", "device"})
-# ``torch.arange(n).to(x.device)``: moved at once, where the user chose.
-MOVES = frozenset({"to", "cuda", "type_as"})
 
 
 class FactoryDevices(TpuCodemod):
@@ -174,7 +172,7 @@ class FactoryDevices(TpuCodemod):
         facts = TensorFacts(self, index)
         step = StepCode(self, index, facts)
         for call in index.calls:
-            if facts.torch_function(call.func) not in FACTORIES or not _lands_on_cpu(call, index):
+            if facts.torch_function(call.func) not in FACTORIES or not facts.lands_on_cpu(call):
                 continue
             if step.region(call) != "forward":
                 continue
@@ -221,13 +219,3 @@ def _read_of(node: cst.CSTNode) -> cst.Name | None:
     if attribute.attr.value in methods and isinstance(attribute.value, cst.Name):
         return attribute.value
     return None
-
-
-def _lands_on_cpu(call: cst.Call, index: ModuleIndex) -> bool:
-    """No ``device=`` (nor ``**kwargs`` that may hold it), and not moved at once."""
-    if any(
-        arg.star == "**" or (arg.keyword and arg.keyword.value == "device") for arg in call.args
-    ):
-        return False
-    attribute = index.parent(call)
-    return not (isinstance(attribute, cst.Attribute) and attribute.attr.value in MOVES)
