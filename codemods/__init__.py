@@ -54,7 +54,9 @@ the moves it looks for are the ``.to(device)`` those rules wrote.
 TPU116 (boolean-mask writes) is a local rewrite that depends on no other rule; it runs before
 TPU117 so that only the writes it could not make static are reported. TPU121 (moving slices ->
 ``index_select``) runs just before TPU117 for the same reason (TPU257 reports the slices it could
-not rewrite), and TPU143 (hazards inside a ``LightningModule``) after them. TPU139 re-ties shared
+not rewrite), and TPU143 (hazards inside a ``LightningModule``) after them. TPU145 (a factory in
+``forward`` sized by a tensor gets that tensor's device) runs before them for the same reason:
+TPU254 reports only the factories it could not give a device. TPU139 re-ties shared
 weights right after the moves of the model as the migrated file makes them (``.cuda()`` turned into
 ``.to(device)`` by TPU101, the moves TPU106 and TPU119 add), so it runs after those rules, right
 before TPU117: the two were one rule, TPU117, and run where it ran. TPU117 (XLA hazards) runs
@@ -109,6 +111,7 @@ from .tpu141_lightning_trainer import LightningTrainer
 from .tpu142_hf_training_args import HfTrainingArguments
 from .tpu143_lightning_module_hazards import LightningModuleHazards
 from .tpu144_sparse_tensors import SparseTensors
+from .tpu145_factory_devices import FactoryDevices
 from .tpu138_checkpoint_loads import CheckpointLoads
 from .tpu139_tied_weights import TiedWeights
 
@@ -152,6 +155,7 @@ PIPELINE: tuple[type[TpuCodemod], ...] = (
     ProgressBars,
     HostSyncs,
     XlaRng,
+    FactoryDevices,
     MovingSlices,
     LightningModuleHazards,
     TiedWeights,

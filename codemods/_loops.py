@@ -72,6 +72,21 @@ def identifier_words(name: str) -> set[str]:
     return {word for word in spaced.split("_") if word}
 
 
+def _counts_steps(iterable: cst.BaseExpression) -> bool:
+    """``range(...)`` of a number, not of a collection's ``len(...)``."""
+    return (
+        isinstance(iterable, cst.Call)
+        and isinstance(iterable.func, cst.Name)
+        and iterable.func.value == "range"
+        and not any(
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Name)
+            and node.func.value == "len"
+            for node in walk_all(iterable)
+        )
+    )
+
+
 def last_identifier(expr: cst.BaseExpression) -> str | None:
     """``optimizer`` for ``optimizer``, ``self.optimizer`` and ``self.optimizers[i]``."""
     if isinstance(expr, cst.Name):
@@ -329,7 +344,11 @@ class ModuleIndex:
         return loops[-1] if loops else None
 
     def is_bookkeeping_loop(self, loop: cst.For | cst.While) -> bool:
-        if not isinstance(loop, cst.For):
+        """A walk over parameters, gradients or optimizers (``for p in model.parameters()``,
+        ``for g in opt.param_groups``), not a step loop. A count (``range(opt.steps)``, with
+        ``opt`` the parsed arguments) is a step loop, unless it counts a collection
+        (``range(len(params))``)."""
+        if not isinstance(loop, cst.For) or _counts_steps(loop.iter):
             return False
         words: set[str] = set()
         for node in walk_all(loop.iter):

@@ -85,6 +85,8 @@ COMPARE_FUNCTIONS = frozenset(
      "not_equal"}
 )  # fmt: skip
 LOGICAL_FUNCTIONS = frozenset({"logical_and", "logical_or", "logical_xor"})
+# ``torch.arange(n).to(x.device)``: a new tensor moved at once, where the user chose.
+MOVES_AT_ONCE = frozenset({"to", "cuda", "type_as"})
 LIKE_FACTORIES = frozenset(
     {"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
      "randint_like"}
@@ -136,6 +138,17 @@ class TensorFacts:
         if any(n.startswith("torch") for n in self.rule.qualified_names(call.func)):
             return None
         return call.func.value, call.func.attr.value
+
+    def lands_on_cpu(self, factory: cst.Call) -> bool:
+        """A factory call without ``device=`` (nor ``**kwargs`` that may hold it) whose
+        tensor is not moved at once: it is made on the CPU."""
+        if any(
+            arg.star == "**" or (arg.keyword and arg.keyword.value == "device")
+            for arg in factory.args
+        ):
+            return False
+        attribute = self.index.parent(factory)
+        return not (isinstance(attribute, cst.Attribute) and attribute.attr.value in MOVES_AT_ONCE)
 
     # ------------------------------------------------------------------ tensors
     def is_tensor(self, expr: cst.BaseExpression, depth: int = 3) -> bool:

@@ -28,8 +28,6 @@ FACTORIES = frozenset(
     {"zeros", "ones", "empty", "full", "arange", "range", "linspace", "logspace", "rand",
      "randn", "randint", "randperm", "tensor", "eye", "tril_indices", "triu_indices"}
 )  # fmt: skip
-# ``torch.arange(n).to(x.device)``: the tensor is moved right away.
-MOVES = frozenset({"to", "cuda", "type_as"})
 STORAGE_METHODS = frozenset({"data_ptr", "untyped_storage", "storage", "_cdata"})
 STORAGE_RAISES = "XLA tensors have no storage: this raises; do not rely on storage identity"
 STORAGE_MESSAGES = {
@@ -70,8 +68,10 @@ class XlaHazards(TpuCodemod):
         - TPU254 ``torch.zeros/ones/empty/full/arange/rand/randn/randint/tensor/eye/...``
           without ``device=`` in ``forward`` or a function it calls, unless moved at once
           (``.to(x.device)``). The message names ``forward``'s first input as the device to
-          use. Not rewritten: an input can legitimately live on the CPU (``lengths`` for
-          ``pack_padded_sequence``), and then ``device=lengths.device`` would be wrong.
+          use. TPU145 runs first and gives ``device=x.device`` to the factories whose own
+          arguments read a tensor ``x`` (``x.size(0)``, ``x.shape``, ``x.dtype``); the ones
+          reported here read none, and the first input is only a guess: an input can
+          legitimately live on the CPU (``lengths`` for ``pack_padded_sequence``).
         - TPU256 ``.data_ptr()``, ``.untyped_storage()``, ``.storage()`` anywhere in the file
           (identity logic breaks wherever the tensor is an XLA tensor).
         - TPU257 a slice in step code whose start advances with a loop (``source[i:i + n]``,
@@ -328,7 +328,7 @@ class XlaHazards(TpuCodemod):
                     f"{_transfer_label(method[1])} copies to the host on every step; read "
                     "values every N steps",
                 )
-        elif region == "forward" and function in FACTORIES and self._lands_on_cpu(call):
+        elif region == "forward" and function in FACTORIES and facts.lands_on_cpu(call):
             device = self._forward_input(call)
             self.flag(
                 call,
@@ -357,14 +357,6 @@ class XlaHazards(TpuCodemod):
             and outer.func is attribute
             and self._is_transfer(outer, attribute.attr.value)
         )
-
-    def _lands_on_cpu(self, call: cst.Call) -> bool:
-        if any(
-            arg.star == "**" or (arg.keyword and arg.keyword.value == "device") for arg in call.args
-        ):
-            return False
-        attribute = self.index.parent(call)
-        return not (isinstance(attribute, cst.Attribute) and attribute.attr.value in MOVES)
 
     def _forward_input(self, node: cst.CSTNode) -> str:
         function = self.index.owner(node)

@@ -62,19 +62,21 @@ class Unplaceable(Exception):
 class AdoptDevice(TpuCodemod):
     """
     What it does
-        A training script that never mentions a device (a backward pass in a loop, and no
-        ``device``, ``.cuda()``, ``.to(<device>)``, ``torch_xla`` anywhere) gets one:
+        A training script that never mentions a device (a backward pass in a loop, or in a
+        function defined in one such as the closure handed to ``optimizer.step(closure)``, and
+        no ``device``, ``.cuda()``, ``.to(<device>)``, ``torch_xla`` anywhere) gets one:
 
         - ``device = torch_xla.device()`` after its imports;
         - each model (a name built by a call and asked for ``.parameters()``, ``.train()``,
           ``.eval()`` or ``.zero_grad()``) is moved where it is built:
           ``fc = torch.nn.Linear(4, 1).to(device)``;
         - every tensor a model call takes, and every tensor a call takes beside the model's
-          output (the loss's target), is moved before it is used: loop variables at the top of
-          their loop, names computed in the loop right after they are (or just before the model
-          call when something reads them on the CPU in between), names bound before the loop
-          just before the loop (module globals right after their assignment); a
-          factory call in the loop (``torch.randn(...)``) gets ``device=device`` instead;
+          output or a slice of it (the loss's target), is moved before it is used: loop
+          variables at the top of their loop, names computed in the loop right after they are
+          (or just before the model call when something reads them on the CPU in between),
+          names bound before the loop just before the loop (module globals right after their
+          assignment); a factory call in the loop (``torch.randn(...)``) gets
+          ``device=device`` instead;
         - ``t.numpy()`` becomes ``t.cpu().numpy()``: ``numpy()`` refuses a tensor on a device.
 
         Where a tensor feeding the model comes from something the rule cannot follow (a
@@ -220,7 +222,7 @@ class AdoptDevice(TpuCodemod):
             for call in self.index.calls
             if isinstance(call.func, cst.Attribute)
             and call.func.attr.value == "backward"
-            and self.index.training_loop_of(call) is not None
+            and self._step_loop_of(call) is not None
         ]
         if not backwards or self._places_tensors() or not self.imports_module("torch"):
             return False
@@ -245,6 +247,16 @@ class AdoptDevice(TpuCodemod):
             + len(plan.after)
         )
         return True
+
+    def _step_loop_of(self, backward: cst.Call) -> cst.For | cst.While | None:
+        """The training loop ``backward`` runs in: the loop around it, or the loop around the
+        function it is in when that function is defined in a loop (the closure handed to
+        ``optimizer.step(closure)`` each step)."""
+        loop = self.index.training_loop_of(backward)
+        owner = self.index.owner(backward)
+        if loop is None and isinstance(owner, cst.FunctionDef):
+            loop = self.index.training_loop_of(owner)
+        return loop
 
     def _mentions_device_code(self) -> bool:
         """One of ``DEVICE_WORDS`` is an identifier of the code: it (or a framework) places
@@ -340,11 +352,18 @@ class AdoptDevice(TpuCodemod):
                 if isinstance(node, cst.Name)
                 and node.value in names
                 and self.index.owner(node) is owner
-                and isinstance(self.index.parent(node), cst.Arg)
+                and self._passed_on(node)
             ]
         for output in outputs:
             fed += self._combined_with(output)
         return fed
+
+    def _passed_on(self, output: cst.Name) -> cst.CSTNode | None:
+        """The argument ``output`` (or a slice of it: ``criterion(pred[:, :-n], y)``) is."""
+        parent = self.index.parent(output)
+        if isinstance(parent, cst.Subscript) and parent.value is output:
+            parent = self.index.parent(parent)
+        return parent if isinstance(parent, cst.Arg) else None
 
     def _combined_with(self, output: cst.CSTNode) -> list[cst.BaseExpression]:
         """The operands ``output`` meets on its way up to its statement."""
@@ -424,9 +443,12 @@ class AdoptDevice(TpuCodemod):
         ]
 
     def _visible_bindings(self, name: str, owner: cst.CSTNode):
-        """The assignments of ``name`` that code in ``owner`` sees (its own, else the module's),
-        in source order; [] for a function or class of the module, None when there are none."""
-        scopes = [owner] if owner is self.index.module else [owner, self.index.module]
+        """The assignments of ``name`` that code in ``owner`` sees (its own, else those of the
+        functions it is defined in, else the module's), in source order; [] for a function or
+        class of the module, None when there are none."""
+        scopes = [owner]
+        while scopes[-1] is not self.index.module:
+            scopes.append(self.index.owner(scopes[-1]))
         for scope in scopes:
             found = [
                 b

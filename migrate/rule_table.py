@@ -318,6 +318,12 @@ ROWS: tuple[Row, ...] = (
         "semantic",
         "Make sparse tensors dense before they move to the device (XLA has no sparse tensors)",
     ),
+    (
+        "TPU145",
+        "factory-devices",
+        "semantic",
+        "A tensor built in forward from an input's size gets that input's device",
+    ),
     ("TPU201", "(finding of TPU104)", "manual", "CUDA-only API with no XLA equivalent"),
     (
         "TPU202",
