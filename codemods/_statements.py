@@ -191,7 +191,7 @@ class StatementEdits:
                 if replacement.ends_block:
                     return pieces
             elif isinstance(new, cst.If) and id(old) not in self.removed:
-                pieces += self._if_pieces(new)
+                pieces += self._if_pieces(new, old)
             else:
                 pieces.append(Piece(new, removed=id(old) in self.removed))
             pieces += [Piece(statement) for statement in self.after.get(id(old), ())]
@@ -220,22 +220,24 @@ class StatementEdits:
             return self.emptied.get(id(body)) is body
         return len(body.body) == 1 and self.emptied.get(id(body.body[0])) is body.body[0]
 
-    def _if_pieces(self, statement: cst.If) -> list[Piece]:
+    def _if_pieces(self, statement: cst.If, original: cst.If) -> list[Piece]:
         """``statement`` without its emptied branches that can go, and the comments they held."""
-        pruned, comments = self._pruned(statement)
+        pruned, comments = self._pruned(statement, original)
         after = [Piece(None, lines=tuple(comments))] if comments else []
         if pruned is None:
             return [Piece(statement, removed=True), *after]
         return [Piece(pruned), *after]
 
-    def _pruned(self, branch: cst.If) -> tuple[cst.If | None, list[cst.EmptyLine]]:
+    def _pruned(
+        self, branch: cst.If, original: cst.CSTNode | None
+    ) -> tuple[cst.If | None, list[cst.EmptyLine]]:
         """``branch`` (an ``if`` or ``elif``) without its trailing branches that the pass
         emptied and that need not run (None: all of it can go), and the comments of what goes.
         The lines above an ``if`` that goes are not among them: they go with it as a statement's."""
         orelse = branch.orelse
         comments: list[cst.EmptyLine] = []
         if isinstance(orelse, cst.If):
-            kept, comments = self._pruned(orelse)
+            kept, comments = self._pruned(orelse, getattr(original, "orelse", None))
             if kept is None:
                 comments = merge_lines(_comments(orelse.leading_lines), comments)
         elif isinstance(orelse, cst.Else) and self._is_emptied(orelse.body):
@@ -243,11 +245,16 @@ class StatementEdits:
             comments = merge_lines(_comments(orelse.leading_lines), _body_comments(orelse.body))
         else:
             kept = orelse
-        if kept is None and self._is_emptied(branch.body) and self._is_pure(branch.test):
+        if kept is None and self._is_emptied(branch.body) and self._is_pure_test(original):
             return None, merge_lines(_body_comments(branch.body), comments)
         if kept is orelse:
             return branch, comments
         return branch.with_changes(orelse=kept), comments
+
+    def _is_pure_test(self, original: cst.CSTNode | None) -> bool:
+        """The test of ``original`` (the branch as the tree the rule's metadata describes has
+        it: what a call refers to is known there only) has no side effects."""
+        return isinstance(original, cst.If) and self._is_pure(original.test)
 
     def _is_pure(self, node: cst.BaseExpression) -> bool:
         """``node`` has no side effects: made only of ``PURE_EXPRESSIONS`` and ``PURE_CALLS``."""
