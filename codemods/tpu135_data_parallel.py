@@ -31,6 +31,9 @@ class DataParallel(LaysOutRebuiltCalls, AppliesStatementEdits, TpuCodemod):
         ``net.state_dict()`` has keys that start with ``module.``, which the bare model does not
         accept.
 
+        ``net.module`` (the wrapped model, as DataParallel code reaches it:
+        ``net.module.state_dict()``) becomes ``net`` wherever ``net`` may hold the wrapper.
+
     Why
         ``DataParallel`` (one process driving several GPUs with threads) has no XLA equivalent:
         data parallelism on TPU is one process per device (``torch_xla.launch``) or SPMD.
@@ -105,6 +108,27 @@ class DataParallel(LaysOutRebuiltCalls, AppliesStatementEdits, TpuCodemod):
             "net = Net().to(device)\nx = torch.zeros(1)\n",
             findings=["TPU203"],
         ),
+        Invalid(
+            "import torch\n\n\n"
+            "def save(path):\n"
+            "    torch.save(model.module.state_dict(), path)\n\n\n"
+            "model = Net()\n"
+            "if torch.cuda.device_count() > 1:\n"
+            "    model = torch.nn.DataParallel(model)\n"
+            "inner = model.module if hasattr(model, 'module') else model\n"
+            "other.module.eval()\n",
+            "import torch\n\n\n"
+            "def save(path):\n"
+            "    torch.save(model.state_dict(), path)\n\n\n"
+            "model = Net()\n"
+            "# TODO(tpu-migrate): TPU203 nn.DataParallel removed: data parallelism on TPU is one "
+            "process per device (torch_xla.launch) or SPMD\n"
+            "inner = model if hasattr(model, 'module') else model\n"
+            "other.module.eval()\n",
+            findings=["TPU203"],
+            why="model.module reaches the wrapped model: without the wrapper it is model itself, "
+            "in a function defined above the wrap too; another object's .module stays",
+        ),
     ]
 
     def __init__(self, context) -> None:
@@ -112,9 +136,34 @@ class DataParallel(LaysOutRebuiltCalls, AppliesStatementEdits, TpuCodemod):
         self._flagged_loads: set[int] = set()  # id(original load_state_dict call)
         self._load_calls: list[cst.Call] | None = None
         self._tree: cst.Module | None = None
+        self._module_reads: set[int] = set()  # id(original ``net.module``) to unwrap
 
     def visit_Module(self, node: cst.Module) -> None:
         self._tree = node
+        wrapped = [
+            name
+            for call in walk_all(node)
+            if isinstance(call, cst.Call) and self.is_name(call.func, *DATA_PARALLEL)
+            for name in [self._assigned_name(call)]
+            if name is not None
+        ]
+        if wrapped:
+            self._module_reads = {
+                id(attribute)
+                for attribute in walk_all(node)
+                if isinstance(attribute, cst.Attribute)
+                and attribute.attr.value == "module"
+                and isinstance(attribute.value, cst.Name)
+                and any(self._reads_binding_of(attribute.value, name) for name in wrapped)
+            }
+
+    def leave_Attribute(
+        self, original_node: cst.Attribute, updated_node: cst.Attribute
+    ) -> cst.BaseExpression:
+        if id(original_node) not in self._module_reads:
+            return updated_node
+        self.record_rewrite()
+        return updated_node.value
 
     def rebuilt_call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if self.is_name(original.func, *DATA_PARALLEL) and not self._is_wrapped_self_assignment(
