@@ -116,6 +116,7 @@ class DataParallel(LaysOutRebuiltCalls, AppliesStatementEdits, TpuCodemod):
             "if torch.cuda.device_count() > 1:\n"
             "    model = torch.nn.DataParallel(model)\n"
             "inner = model.module if hasattr(model, 'module') else model\n"
+            "model.module = model.module.half()\n"
             "other.module.eval()\n",
             "import torch\n\n\n"
             "def save(path):\n"
@@ -124,10 +125,12 @@ class DataParallel(LaysOutRebuiltCalls, AppliesStatementEdits, TpuCodemod):
             "# TODO(tpu-migrate): TPU203 nn.DataParallel removed: data parallelism on TPU is one "
             "process per device (torch_xla.launch) or SPMD\n"
             "inner = model if hasattr(model, 'module') else model\n"
+            "model.module = model.half()\n"
             "other.module.eval()\n",
             findings=["TPU203"],
             why="model.module reaches the wrapped model: without the wrapper it is model itself, "
-            "in a function defined above the wrap too; another object's .module stays",
+            "in a function defined above the wrap too; an assignment to it and another "
+            "object's .module stay",
         ),
     ]
 
@@ -155,7 +158,15 @@ class DataParallel(LaysOutRebuiltCalls, AppliesStatementEdits, TpuCodemod):
                 and attribute.attr.value == "module"
                 and isinstance(attribute.value, cst.Name)
                 and any(self._reads_binding_of(attribute.value, name) for name in wrapped)
+                and not self._is_written(attribute)
             }
+
+    def _is_written(self, attribute: cst.Attribute) -> bool:
+        """``net.module = ...`` (or ``+=``, ``del``): not a read of the wrapped model."""
+        parent = self.get_metadata(ParentNodeProvider, attribute, None)
+        if isinstance(parent, cst.AssignTarget) or isinstance(parent, cst.Del):
+            return True
+        return isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.target is attribute
 
     def leave_Attribute(
         self, original_node: cst.Attribute, updated_node: cst.Attribute
